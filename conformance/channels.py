@@ -1,0 +1,176 @@
+"""Byte and message channels to a target, every operation under a deadline.
+
+A channel is what a case talks through: a TCP stream (chunks of bytes) or a
+WebSocket (whole text or binary messages).  ``recv`` returns ``None`` once
+the peer has closed (EOF, reset or a WebSocket close), never blocks past its
+timeout, and logs everything to the case's wire log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from conformance.wirelog import WireLog
+
+READ_CHUNK = 65536
+
+
+class ChannelError(Exception):
+    """The channel could not be opened or used (not a grade: the target is unreachable)."""
+
+
+class Deadline(Exception):
+    """Nothing arrived before the deadline."""
+
+
+class Channel(Protocol):
+    transport: str
+    closed: bool
+
+    async def send(self, data: bytes | str) -> None: ...
+    async def recv(self, timeout: float) -> bytes | str | None: ...
+    async def close(self) -> None: ...
+
+
+def _loopback_only(host: str | None) -> str:
+    # The suite never sends test traffic off this machine.
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise ChannelError(f"refusing to connect to {host!r}: targets must be on 127.0.0.1")
+    return "127.0.0.1" if host == "localhost" else host
+
+
+class TcpChannel:
+    transport = "tcp"
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: WireLog) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._log = log
+        self.closed = False
+
+    @classmethod
+    async def open(cls, url: str, log: WireLog, timeout: float) -> "TcpChannel":
+        parts = urlsplit(url)
+        host = _loopback_only(parts.hostname)
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, parts.port, limit=READ_CHUNK * 4), timeout)
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise ChannelError(f"cannot connect to {url} within {timeout}s: {exc or 'timeout'}") from exc
+        log.note(f"connected to {url}")
+        return cls(reader, writer, log)
+
+    @classmethod
+    def accepted(cls, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: WireLog) -> "TcpChannel":
+        log.note("accepted a connection")
+        return cls(reader, writer, log)
+
+    async def send(self, data: bytes | str) -> None:
+        if isinstance(data, str):
+            raise ChannelError("a TCP channel carries bytes, not text")
+        self._log.sent(data)
+        try:
+            self._writer.write(data)
+            await asyncio.wait_for(self._writer.drain(), 10)
+        except (OSError, asyncio.TimeoutError) as exc:
+            self._log.note(f"send failed: {exc!r}")
+            self.closed = True
+
+    async def recv(self, timeout: float) -> bytes | None:
+        if self.closed:
+            return None
+        try:
+            data = await asyncio.wait_for(self._reader.read(READ_CHUNK), timeout)
+        except asyncio.TimeoutError:
+            raise Deadline() from None
+        except OSError as exc:
+            self._log.note(f"connection reset: {exc!r}")
+            self.closed = True
+            return None
+        if not data:
+            self._log.note("peer closed (EOF)")
+            self.closed = True
+            return None
+        self._log.received(data)
+        return data
+
+    async def half_close(self) -> None:
+        if self._writer.can_write_eof():
+            try:
+                self._writer.write_eof()
+            except OSError:
+                pass
+
+    async def close(self) -> None:
+        self._writer.close()
+        try:
+            await asyncio.wait_for(self._writer.wait_closed(), 2)
+        except (OSError, asyncio.TimeoutError):
+            pass
+
+
+class WsChannel:
+    transport = "ws"
+
+    def __init__(self, ws, log: WireLog) -> None:
+        self._ws = ws
+        self._log = log
+        self.closed = False
+
+    @classmethod
+    async def open(cls, url: str, log: WireLog, timeout: float, max_size: int) -> "WsChannel":
+        _loopback_only(urlsplit(url).hostname)
+        try:
+            ws = await asyncio.wait_for(
+                ws_connect(url, open_timeout=timeout, ping_interval=None, close_timeout=2,
+                           max_size=max_size, compression=None),
+                timeout)
+        except (OSError, asyncio.TimeoutError, InvalidHandshake, InvalidURI) as exc:
+            raise ChannelError(f"cannot open WebSocket {url} within {timeout}s: {exc or 'timeout'}") from exc
+        log.note(f"connected to {url}")
+        return cls(ws, log)
+
+    @classmethod
+    def accepted(cls, ws, log: WireLog) -> "WsChannel":
+        log.note("accepted a WebSocket connection")
+        return cls(ws, log)
+
+    async def send(self, data: bytes | str) -> None:
+        self._log.sent(data)
+        try:
+            await asyncio.wait_for(self._ws.send(data), 10)
+        except (ConnectionClosed, OSError, asyncio.TimeoutError) as exc:
+            self._log.note(f"send failed: {exc!r}")
+            self.closed = True
+
+    async def recv(self, timeout: float) -> bytes | str | None:
+        if self.closed:
+            return None
+        try:
+            data = await asyncio.wait_for(self._ws.recv(), timeout)
+        except asyncio.TimeoutError:
+            raise Deadline() from None
+        except ConnectionClosed as exc:
+            self._log.note(f"peer closed: {exc}")
+            self.closed = True
+            return None
+        except OSError as exc:
+            self._log.note(f"connection reset: {exc!r}")
+            self.closed = True
+            return None
+        self._log.received(data)
+        return data
+
+    async def half_close(self) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        try:
+            await asyncio.wait_for(self._ws.close(), 3)
+        except (OSError, asyncio.TimeoutError, ConnectionClosed):
+            pass

@@ -1,0 +1,190 @@
+"""The `conformance` command.
+
+    conformance serve stmp --port 9000 [--transport ws]
+    conformance serve stmp --role client --connect tcp://127.0.0.1:9000 --testcase echo
+    conformance run stmp --target tcp://127.0.0.1:9000 [--out DIR] [-k CASE-ID] [--strict]
+    conformance cases [stmp]
+    conformance vectors check [PATH ...]
+    conformance proxy --to tcp://127.0.0.1:9000 --listen 9001 --chunk 1
+    conformance report --input RUN... --out DIR
+    conformance images build
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from conformance.paths import scenarios_dir
+from conformance.protocols import KNOWN, adapter_for, available
+
+
+def _serve(args: argparse.Namespace) -> int:
+    if args.role == "client" and not (args.connect and args.testcase):
+        print("conformance serve: --role client needs --connect URL and --testcase NAME", file=sys.stderr)
+        return 2
+    try:
+        return adapter_for(args.protocol).serve(args)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _run(args: argparse.Namespace, extra: list[str]) -> int:
+    import pytest
+    protocols = available() if args.protocols == ["all"] else args.protocols
+    folders = []
+    for protocol in protocols:
+        folder = scenarios_dir() / protocol
+        if not folder.is_dir():
+            print(f"conformance run: no scenarios for {protocol!r} in {scenarios_dir()}", file=sys.stderr)
+            return 2
+        folders.append(str(folder))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    argv = folders + [
+        "-p", "no:cacheprovider", f"--rootdir={scenarios_dir().parent}",
+        f"--target={args.target}", f"--records={out / 'records.jsonl'}",
+        f"--junitxml={out / 'junit.xml'}", f"--alluredir={out / 'allure-results'}",
+        f"--impl-version={args.impl_version}", "-o", "junit_family=xunit2", "-o", "testpaths=",
+    ]
+    if args.impl_name:
+        argv.append(f"--impl-name={args.impl_name}")
+    if args.target_client:
+        argv.append(f"--target-client={args.target_client}")
+    if args.strict:
+        argv.append("--strict")
+    if args.keyword:
+        argv += ["-k", args.keyword]
+    for param in args.param:
+        argv.append(f"--param={param}")
+    argv += ["-q", "-rfE"] + extra
+    code = pytest.main(argv)
+    print(f"results: {out / 'records.jsonl'}  junit: {out / 'junit.xml'}  allure-results: {out / 'allure-results'}")
+    return int(code)
+
+
+def _cases(args: argparse.Namespace) -> int:
+    from conformance.scenario.loader import BrokenCase, ScenarioError, load_file
+    protocols = args.protocols or available()
+    status = 0
+    for protocol in protocols:
+        for path in sorted((scenarios_dir() / protocol).glob("*.yaml")):
+            try:
+                loaded = load_file(path, adapter_for(protocol).frame_check)
+            except ScenarioError as exc:
+                print(f"BROKEN {exc}")
+                status = 1
+                continue
+            for case in loaded.cases:
+                if isinstance(case, BrokenCase):
+                    print(f"BROKEN {case.error}")
+                    status = 1
+                else:
+                    print(f"{case.id:<60} {case.requirement:<6} {case.title}")
+    return status
+
+
+def _proxy(args: argparse.Namespace) -> int:
+    from conformance.faultproxy import FaultProxy
+    options = {"direction": args.direction}
+    if args.chunk:
+        options["chunk"] = "random" if args.chunk == "random" else int(args.chunk)
+    if args.delay_ms:
+        options["delay_ms"] = args.delay_ms
+    if args.cut_after is not None:
+        options["cut_after_bytes"] = args.cut_after
+
+    async def main() -> None:
+        proxy = await FaultProxy.start(args.to, options, listen_port=args.listen)
+        print(f"listening on tcp://127.0.0.1:{proxy.port} -> {args.to}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="conformance", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run a reference implementation")
+    serve.add_argument("protocol", choices=KNOWN)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=0, help="0 lets the OS pick; the URL is printed")
+    serve.add_argument("--transport", choices=["tcp", "ws"], default=None)
+    serve.add_argument("--role", choices=["server", "client"], default="server")
+    serve.add_argument("--connect", help="client role: the server URL")
+    serve.add_argument("--testcase", help="client role: which client test case to run")
+    serve.add_argument("--heartbeat-interval", type=float, default=5.0, help="seconds")
+    serve.add_argument("--heartbeat-timeout", type=float, default=15.0, help="seconds")
+    serve.add_argument("--curve-secret", help="mc0: the broker's CURVE secret key file")
+    serve.add_argument("--null", action="store_true", help="mc0: allow the NULL mechanism")
+
+    run = sub.add_parser("run", help="run the suite (pytest) against a target; extra args after -- go to pytest")
+    run.add_argument("protocols", nargs="+", help="protocol names, or all")
+    run.add_argument("--target", default="ref")
+    run.add_argument("--target-client", default=None)
+    run.add_argument("--out", default="out/run", help="folder for records, JUnit and allure-results")
+    run.add_argument("--strict", action="store_true")
+    run.add_argument("-k", dest="keyword", default=None, help="pytest -k expression, e.g. a case id")
+    run.add_argument("--impl-name", default=None)
+    run.add_argument("--impl-version", default="unknown")
+    run.add_argument("--param", action="append", default=[])
+
+    cases = sub.add_parser("cases", help="list the cases")
+    cases.add_argument("protocols", nargs="*")
+
+    vectors = sub.add_parser("vectors", help="byte-level vectors")
+    vectors.add_argument("action", choices=["check"])
+    vectors.add_argument("rest", nargs=argparse.REMAINDER)
+
+    proxy = sub.add_parser("proxy", help="a fault proxy in front of a target")
+    proxy.add_argument("--to", required=True)
+    proxy.add_argument("--listen", type=int, default=0)
+    proxy.add_argument("--chunk", default=None, help="N bytes per write, or random")
+    proxy.add_argument("--delay-ms", type=int, default=0)
+    proxy.add_argument("--cut-after", type=int, default=None)
+    proxy.add_argument("--direction", choices=["to-target", "from-target", "both"], default="to-target")
+
+    report = sub.add_parser("report", help="compliance reports from result records (PySpark)")
+    report.add_argument("rest", nargs=argparse.REMAINDER)
+    images = sub.add_parser("images", help="build and list implementation images")
+    images.add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "run":
+        return _run(args, extra)
+    if args.command == "cases":
+        return _cases(args)
+    if args.command == "vectors":
+        from conformance.vectors.check import main as check_main
+        return check_main(args.rest)
+    if args.command == "proxy":
+        return _proxy(args)
+    if args.command == "report":
+        from reports.cli import main as report_main
+        return report_main(args.rest)
+    if args.command == "images":
+        from conformance.images.cli import main as images_main
+        return images_main(args.rest)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""A TCP proxy between the suite and a target that re-chunks, delays and cuts.
+
+Split-message and framing cases are only convincing when the target really
+receives its input in pieces: the proxy writes each piece separately (with
+TCP_NODELAY and an optional pause) so the target's reads see them apart.
+
+Usable by any case (``fault:`` in a scenario) and on its own:
+``conformance proxy --to tcp://127.0.0.1:9000 --chunk 1``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from conformance.wirelog import WireLog
+
+_READ = 65536
+
+
+class FaultProxy:
+    def __init__(self, target_host: str, target_port: int, options: dict[str, Any], log: WireLog | None) -> None:
+        self.target = (target_host, target_port)
+        self.options = options
+        self.log = log
+        self.rng = random.Random(options.get("seed", 0))
+        self.server: asyncio.base_events.Server | None = None
+        self.port = 0
+        self._tasks: set[asyncio.Task] = set()
+
+    @classmethod
+    async def start(cls, target_url: str, options: dict[str, Any], log: WireLog | None = None,
+                    listen_port: int = 0) -> "FaultProxy":
+        parts = urlsplit(target_url)
+        if parts.hostname not in ("127.0.0.1", "localhost"):
+            raise ValueError("the fault proxy only forwards to 127.0.0.1")
+        proxy = cls("127.0.0.1", parts.port, options, log)
+        proxy.server = await asyncio.start_server(proxy._accept, "127.0.0.1", listen_port)
+        proxy.port = proxy.server.sockets[0].getsockname()[1]
+        if log:
+            log.note(f"fault proxy 127.0.0.1:{proxy.port} -> {target_url} {options}")
+        return proxy
+
+    def url_for(self, target_url: str) -> str:
+        parts = urlsplit(target_url)
+        return urlunsplit((parts.scheme, f"127.0.0.1:{self.port}", parts.path, parts.query, ""))
+
+    async def close(self) -> None:
+        if self.server:
+            self.server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _applies(self, direction: str) -> bool:
+        chosen = self.options.get("direction", "to-target")
+        return chosen == "both" or chosen == direction
+
+    async def _accept(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        try:
+            target_r, target_w = await asyncio.wait_for(asyncio.open_connection(*self.target), 5)
+        except (OSError, asyncio.TimeoutError):
+            client_w.close()
+            return
+        for w in (client_w, target_w):
+            sock = w.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        up = asyncio.ensure_future(self._pump(client_r, target_w, "to-target", client_w))
+        down = asyncio.ensure_future(self._pump(target_r, client_w, "from-target", target_w))
+        self._tasks.update((up, down))
+        await asyncio.gather(up, down, return_exceptions=True)
+        self._tasks.difference_update((up, down))
+
+    def _pieces(self, data: bytes):
+        chunk = self.options.get("chunk")
+        if chunk is None:
+            yield data
+            return
+        offset = 0
+        while offset < len(data):
+            size = chunk if isinstance(chunk, int) else self.rng.randint(1, self.options.get("max_chunk", 16))
+            yield data[offset:offset + size]
+            offset += size
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, direction: str,
+                    other: asyncio.StreamWriter) -> None:
+        faulty = self._applies(direction)
+        cut = self.options.get("cut_after_bytes") if faulty else None
+        delay = self.options.get("delay_ms", 0) / 1000 if faulty else 0
+        forwarded = 0
+        try:
+            while True:
+                data = await reader.read(_READ)
+                if not data:
+                    break
+                for piece in (self._pieces(data) if faulty else (data,)):
+                    if cut is not None and forwarded + len(piece) >= cut:
+                        writer.write(piece[:cut - forwarded])
+                        await writer.drain()
+                        if self.log:
+                            self.log.note(f"fault proxy cut the connection after {cut} bytes {direction}")
+                        other.close()
+                        return
+                    writer.write(piece)
+                    await writer.drain()
+                    forwarded += len(piece)
+                    if delay or (faulty and self.options.get("chunk")):
+                        # a pause, even a zero one, lets each piece leave as its own segment
+                        await asyncio.sleep(delay or 0.0005)
+            if writer.can_write_eof():
+                writer.write_eof()
+        except (OSError, asyncio.CancelledError):
+            pass
+        finally:
+            if cut is not None:
+                writer.close()

@@ -1,0 +1,74 @@
+"""The main job's last step: the Allure HTML report, the compliance report and a summary.
+
+    python -m conformance.finish --run out/main/run --out out/main
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+
+def summarize(records: Path) -> Counter:
+    counts: Counter = Counter()
+    if records.exists():
+        for line in records.read_text().splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                counts[(rec["protocol"], rec["grade"])] += 1
+    return counts
+
+
+def allure_html(results: Path, out: Path, history: Path) -> str:
+    try:
+        from reports.allure import generate
+    except ImportError:
+        generate = None
+    if generate is not None:
+        generate([results], out, history)
+        return str(out / "index.html")
+    if shutil.which("npx") is None:
+        return "skipped (npx not found)"
+    proc = subprocess.run(["npx", "--no-install", "allure", "generate", str(results), "-o", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        return f"failed: {proc.stderr.strip()[-500:]}"
+    return str(out / "index.html")
+
+
+def compliance(run: Path, out: Path) -> str:
+    try:
+        from reports.cli import main as report_main
+    except ImportError as exc:
+        return f"skipped ({exc})"
+    code = report_main(["--input", str(run), "--out", str(out)])
+    return str(out / "matrix.html") if code == 0 else f"failed (exit {code})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--run", type=Path, required=True, help="the run folder (records.jsonl, allure-results)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    counts = summarize(args.run / "records.jsonl")
+    report = compliance(args.run, args.out / "compliance")
+    allure = allure_html(args.run / "allure-results", args.out / "allure-report", args.out / "allure-history.jsonl")
+    grades = sorted({g for _, g in counts})
+    print("\n== conformance: cases per grade ==")
+    print(f"{'protocol':<15}" + "".join(f"{g:>15}" for g in grades))
+    for protocol in sorted({p for p, _ in counts}):
+        print(f"{protocol:<15}" + "".join(f"{counts.get((protocol, g), 0):>15}" for g in grades))
+    print(f"\nrecords:           {args.run / 'records.jsonl'}")
+    print(f"junit:             {args.run / 'junit.xml'}")
+    print(f"allure report:     {allure}")
+    print(f"compliance report: {report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

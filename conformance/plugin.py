@@ -1,0 +1,337 @@
+"""The pytest plugin: scenario YAML files and vector JSON files become test items.
+
+    pytest scenarios/stmp --target tcp://127.0.0.1:9000
+    pytest vectors/
+
+Grades map onto pytest outcomes: FAILED and ERROR fail (NON-STRICT too with
+--strict), UNSUPPORTED and NOT-APPLICABLE are skipped (never counted as
+passed), PASSED, INFORMATIONAL and NON-STRICT pass.  The grade of every case
+is in the records (--records) and the terminal summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.grading import Grade
+from conformance.protocols import adapter_for
+from conformance.records import RecordWriter, new_run_id, utc_now
+from conformance.scenario.loader import BrokenCase, Case, ScenarioError, load_file
+from conformance.scenario.runner import CaseRunner
+from conformance.targets import Target, TargetError, parse_target
+from conformance.vectors.check import VectorFileError, adapter_for as vector_adapter, check_test, load_vector_file
+
+_STATE = pytest.StashKey["_State"]()
+_SEVERITY = {"MUST": "critical", "SHOULD": "normal", "MAY": "minor", "INFO": "trivial"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "protocol conformance suite")
+    group.addoption("--target", default="ref",
+                    help="ref (default), tcp://127.0.0.1:PORT, ws://127.0.0.1:PORT/PATH, cmd:COMMAND-with-{port}, docker:IMAGE")
+    group.addoption("--target-client", default=None,
+                    help="command running a client-role target: {url} and {testcase} are substituted")
+    group.addoption("--impl-name", default=None, help="implementation name in the records (default: from --target)")
+    group.addoption("--impl-version", default="unknown", help="implementation version in the records")
+    # --strict is pytest's own flag (strict markers/config); the suite reads it too: NON-STRICT findings fail.
+    group.addoption("--param", action="append", default=[], metavar="NAME=MS",
+                    help="a target parameter, e.g. heartbeat_timeout_ms=15000")
+    group.addoption("--records", default=None, help="write result records (JSON lines) here")
+    group.addoption("--wirelogs", default=None, help="write the wire log of every case that did not pass here")
+    group.addoption("--run-id", default=None, help="run id for the records (default: generated)")
+
+
+class _State:
+    def __init__(self, config: pytest.Config) -> None:
+        opt = config.option
+        self.target_spec: str = opt.target
+        self.strict: bool = bool(getattr(opt, "strict", False))
+        self.run_id = opt.run_id or new_run_id()
+        self.impl_version = opt.impl_version
+        self.impl_name = opt.impl_name
+        self.client_command = opt.target_client
+        self.params = _parse_params(opt.param)
+        records = Path(opt.records) if opt.records else None
+        wirelogs = Path(opt.wirelogs) if opt.wirelogs else (records.parent / "wirelogs" if records else None)
+        self.writer = RecordWriter(records, wirelogs)
+        self._target: Target | None = None
+        self._target_error: str | None = None
+        self.allure = config.pluginmanager.hasplugin("allure_pytest")
+        self.vector_count = 0
+
+    def target(self) -> Target:
+        if self._target_error:
+            raise TargetError(self._target_error)
+        if self._target is None:
+            try:
+                self._target = parse_target(self.target_spec, name=self.impl_name, client_command=self.client_command)
+            except TargetError as exc:
+                self._target_error = str(exc)
+                raise
+        return self._target
+
+    @property
+    def implementation(self) -> str:
+        return self.impl_name or (self._target.name if self._target else self.target_spec)
+
+    def close(self) -> None:
+        if self._target is not None:
+            self._target.close()
+
+
+def _parse_params(items: list[str]) -> dict[str, int]:
+    params = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit():
+            raise pytest.UsageError(f"--param wants NAME=MILLISECONDS, got {item!r}")
+        params[name.strip()] = int(value)
+    return params
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "conformance: a conformance case from a scenario file")
+    config.stash[_STATE] = _State(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        state.close()
+
+
+def _is_scenario(path: Path) -> bool:
+    return path.suffix in (".yaml", ".yml") and "scenarios" in path.parts and not path.name.startswith("_")
+
+
+def _is_vector(path: Path) -> bool:
+    return path.suffix == ".json" and "vectors" in path.parts and "schema" not in path.parts
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    if _is_scenario(file_path):
+        return ScenarioYamlFile.from_parent(parent, path=file_path)
+    if _is_vector(file_path):
+        return VectorJsonFile.from_parent(parent, path=file_path)
+    return None
+
+
+# -- scenarios ---------------------------------------------------------------
+
+class ScenarioYamlFile(pytest.File):
+    def collect(self):
+        try:
+            protocol = self.path.parent.name
+            check = adapter_for(protocol).frame_check if protocol in _protocols_present() else None
+            loaded = load_file(self.path, check)
+        except ScenarioError as exc:
+            yield BrokenScenarioItem.from_parent(self, name="<file>", error=str(exc), case=None)
+            return
+        for case in loaded.cases:
+            if isinstance(case, BrokenCase):
+                yield BrokenScenarioItem.from_parent(self, name=case.id, error=case.error, case=case)
+                continue
+            for transport in case.transports or adapter_for(case.protocol).transports:
+                yield ScenarioItem.from_parent(self, name=f"{case.id}[{transport}]", case=case, transport=transport)
+
+
+def _protocols_present() -> set[str]:
+    from conformance.protocols import available
+    return set(available())
+
+
+class BrokenScenarioItem(pytest.Item):
+    """A file or case that failed validation: an ERROR, while the rest of the run goes on."""
+
+    def __init__(self, *, error: str, case: BrokenCase | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+        self.case = case
+
+    def runtest(self) -> None:
+        state = self.config.stash[_STATE]
+        state.writer.add({
+            "run": state.run_id, "time": utc_now(), "implementation": state.implementation,
+            "implementationVersion": state.impl_version, "target": state.target_spec,
+            "protocol": (self.case.protocol if self.case else self.path.parent.name),
+            "family": (self.case.family if self.case else ""), "case": self.case.id if self.case else str(self.path),
+            "transport": "", "requirement": "MUST", "grade": Grade.ERROR.value, "exchangeGrade": Grade.ERROR.value,
+            "closeGrade": None, "message": self.error, "spec": "", "specRef": "", "durationMs": 0, "wirelog": None,
+        })
+        raise ScenarioError(self.error)
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        return f"broken scenario: {excinfo.value}"
+
+    def reportinfo(self):
+        return self.path, None, f"broken scenario {self.name}"
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, *, case: Case, transport: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.transport = transport
+        self.add_marker(pytest.mark.conformance)
+        self.user_properties.append(("requirement", case.requirement))
+
+    def runtest(self) -> None:
+        state: _State = self.config.stash[_STATE]
+        case = self.case
+        adapter = adapter_for(case.protocol)
+        result = None
+        try:
+            target = state.target()
+            params = {**target.params(case.protocol), **state.params}
+            runner = CaseRunner(case, adapter, self.transport, params)
+            if case.role == "client":
+                launcher = target.client_launcher(case.protocol)
+                if launcher is None:
+                    self._finish(state, Grade.NOT_APPLICABLE, None, None,
+                                 "the target offers no client role (use --target-client)", 0, None)
+                result = asyncio.run(runner.against_client(launcher))
+            else:
+                url = target.endpoint(case.protocol, self.transport)
+                if url is None:
+                    self._finish(state, Grade.NOT_APPLICABLE, None, None,
+                                 f"the target offers no {self.transport} endpoint", 0, None)
+                result = asyncio.run(runner.against_server(url))
+        except TargetError as exc:
+            self._finish(state, Grade.ERROR, None, None, str(exc), 0, None)
+        log_text = result.log.render()
+        if result.grade is not Grade.PASSED and target.logs():
+            log_text += "\n" + target.logs()
+        self._finish(state, result.grade, result.exchange, result.close, result.message, result.duration_ms, log_text)
+
+    def _finish(self, state: _State, grade: Grade, exchange: Grade | None, close: Grade | None, message: str,
+                duration_ms: float, log_text: str | None) -> None:
+        case = self.case
+        wirelog = None
+        if log_text is not None and grade is not Grade.PASSED:
+            wirelog = state.writer.write_wirelog(case.id, self.transport, log_text)
+        state.writer.add({
+            "run": state.run_id, "time": utc_now(), "implementation": state.implementation,
+            "implementationVersion": state.impl_version, "target": state.target_spec,
+            "protocol": case.protocol, "family": case.family, "case": case.id, "transport": self.transport,
+            "requirement": case.requirement, "grade": grade.value,
+            "exchangeGrade": (exchange or grade).value, "closeGrade": close.value if close else None,
+            "message": message, "spec": case.spec, "specRef": case.spec_ref,
+            "durationMs": round(duration_ms, 3), "wirelog": wirelog,
+        })
+        self.user_properties.append(("grade", grade.value))
+        if state.allure:
+            self._allure(state, grade, message, log_text)
+        if grade in (Grade.UNSUPPORTED, Grade.NOT_APPLICABLE):
+            pytest.skip(f"{grade.value}: {message}")
+        if grade.is_failure(strict=state.strict):
+            raise CaseFailed(grade, message)
+
+    def _allure(self, state: _State, grade: Grade, message: str, log_text: str | None) -> None:
+        import allure
+        case = self.case
+        allure.dynamic.epic(case.protocol)
+        allure.dynamic.feature(case.family)
+        allure.dynamic.story(case.id)
+        allure.dynamic.title(f"{case.id} [{self.transport}]")
+        allure.dynamic.severity(_SEVERITY.get(case.requirement, "normal"))
+        allure.dynamic.label("requirement", case.requirement)
+        allure.dynamic.label("grade", grade.value)
+        if grade is Grade.NON_STRICT:
+            allure.dynamic.tag("NON-STRICT")
+        allure.dynamic.parameter("target", state.target_spec)
+        allure.dynamic.parameter("implementation", state.implementation)
+        allure.dynamic.parameter("transport", self.transport)
+        description = f"**{case.title}**\n\n> {case.spec}\n\n({case.requirement}, {case.spec_ref})"
+        if case.profile:
+            description += f"\n\nProfile: {case.profile}"
+        allure.dynamic.description(description + f"\n\nGrade: **{grade.value}** {message}")
+        if log_text is not None and grade is not Grade.PASSED:
+            allure.attach(log_text, name="wire log", attachment_type=allure.attachment_type.TEXT)
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return (f"{excinfo.value.grade.value}: {self.case.id} [{self.transport}]\n"
+                    f"  spec ({self.case.requirement}): {self.case.spec}\n  {excinfo.value.message}")
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, self.case.line - 1, f"{self.case.id} [{self.transport}]"
+
+
+class CaseFailed(Exception):
+    def __init__(self, grade: Grade, message: str) -> None:
+        super().__init__(f"{grade.value}: {message}")
+        self.grade = grade
+        self.message = message
+
+
+# -- vectors -----------------------------------------------------------------
+
+class VectorJsonFile(pytest.File):
+    def collect(self):
+        try:
+            doc = load_vector_file(self.path)
+            adapter = vector_adapter(doc["protocol"])
+        except (VectorFileError, ImportError) as exc:
+            yield BrokenVectorItem.from_parent(self, name="<file>", error=str(exc))
+            return
+        for group in doc["testGroups"]:
+            for test in group["tests"]:
+                yield VectorItem.from_parent(self, name=f"tc{test['tcId']}", adapter=adapter, group=group, test=test)
+
+
+class BrokenVectorItem(pytest.Item):
+    def __init__(self, *, error: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def runtest(self) -> None:
+        raise VectorFileError(self.error)
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        return f"broken vector file: {excinfo.value}"
+
+
+class VectorItem(pytest.Item):
+    def __init__(self, *, adapter, group: dict, test: dict, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.adapter = adapter
+        self.group = group
+        self.test = test
+
+    def runtest(self) -> None:
+        ok, detail = check_test(self.adapter, self.group, self.test)
+        if not ok:
+            raise AssertionError(f"tcId {self.test['tcId']} ({self.test['comment']}): {detail}")
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        return str(excinfo.value)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name} tcId {self.test['tcId']}"
+
+
+# -- summary -----------------------------------------------------------------
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None or not state.writer.counts:
+        return
+    tr = terminalreporter
+    tr.section("conformance summary")
+    protocols = sorted({p for p, _ in state.writer.counts})
+    order = [g.value for g in Grade]
+    tr.write_line(f"target: {state.target_spec}   implementation: {state.implementation}   run: {state.run_id}")
+    tr.write_line(f"{'protocol':<15}" + "".join(f"{g:>15}" for g in order))
+    for protocol in protocols:
+        tr.write_line(f"{protocol:<15}" + "".join(f"{state.writer.counts.get((protocol, g), 0):>15}" for g in order))
+    for record in state.writer.failures[:30]:
+        tr.write_line(f"  {record['grade']:<11} {record['case']} [{record['transport']}] {record['message'][:150]}")
+    if len(state.writer.failures) > 30:
+        tr.write_line(f"  ... and {len(state.writer.failures) - 30} more (see the records)")
+    if state.writer.path:
+        tr.write_line(f"records: {state.writer.path}")

@@ -1,0 +1,90 @@
+"""The interface every protocol adapter implements, and shared matching."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Protocol
+
+from conformance.scenario.values import payload_matches
+
+
+@dataclass
+class Frame:
+    """One decoded frame/message from the target, as plain fields."""
+
+    fields: dict[str, Any]
+    summary: str
+
+    def __str__(self) -> str:
+        return self.summary
+
+
+class FrameReader(Protocol):
+    def feed(self, data: bytes | str) -> list[Frame]:
+        """Decode what arrived; raises CodecError on invalid input."""
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete frame held (bounded by the codec's limit)."""
+
+
+class RunningServer(Protocol):
+    url: str
+
+    async def close(self) -> None: ...
+
+
+@dataclass
+class ProtocolAdapter:
+    name: str
+    transports: tuple[str, ...]
+    default_noise: list[dict[str, Any]]
+    params: dict[str, int]
+    ref_params: dict[str, int]
+    macros: dict[str, list[dict[str, Any]]]
+    new_reader: Callable[[str], FrameReader]
+    encode: Callable[[dict[str, Any], str], list[bytes | str]]
+    normalize: Callable[[dict[str, Any]], dict[str, Any]]
+    frame_check: Callable[[dict[str, Any]], list[tuple[tuple, str]]]
+    start_reference: Callable[[str, dict[str, int]], Awaitable[RunningServer]]
+    run_reference_client: Callable[[str, str], Awaitable[int]]
+    serve: Callable[[Any], int]
+    start_suite_server: Callable[[str], Awaitable[Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def matches(self, spec: dict[str, Any], frame: Frame) -> tuple[bool, str]:
+        """Does the frame have every field the (normalized) spec names?"""
+        for key, expected in spec.items():
+            if key == "payload":
+                ok, why = payload_matches(expected, frame.fields.get("payload"))
+                if not ok:
+                    return False, why
+                continue
+            actual = frame.fields.get(key, _MISSING)
+            if actual is _MISSING:
+                return False, f"no field {key!r} in {frame}"
+            if isinstance(expected, dict):
+                ok, why = _in_range(key, actual, expected)
+                if not ok:
+                    return False, why
+            elif actual != expected:
+                return False, f"{key} is {_show(actual)}, expected {_show(expected)}"
+        return True, ""
+
+
+_MISSING = object()
+
+
+def _in_range(key: str, actual: Any, spec: dict[str, Any]) -> tuple[bool, str]:
+    """{in: [...]} or {min: a, max: b}: several values are conformant."""
+    if "in" in spec and actual not in spec["in"]:
+        return False, f"{key} is {_show(actual)}, expected one of {', '.join(map(_show, spec['in']))}"
+    if "min" in spec and actual < spec["min"]:
+        return False, f"{key} is {_show(actual)}, expected at least {_show(spec['min'])}"
+    if "max" in spec and actual > spec["max"]:
+        return False, f"{key} is {_show(actual)}, expected at most {_show(spec['max'])}"
+    return True, ""
+
+
+def _show(value: Any) -> str:
+    return hex(value) if isinstance(value, int) and value > 9 else repr(value)

@@ -1,0 +1,1 @@
+"""YAML scenarios: loading and validation (loader), execution (runner)."""

@@ -1,0 +1,304 @@
+"""Run one case against one endpoint and grade it.
+
+Every wait is bounded: each expectation has its own deadline and the whole
+case has a backstop deadline, so a target that hangs, drips bytes or floods
+the suite ends the case with a grade, never a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from conformance.channels import Channel, ChannelError, Deadline, TcpChannel, WsChannel
+from conformance.faultproxy import FaultProxy
+from conformance.grading import Grade, grade_for_violation, worst
+from conformance.protocols.base import Frame, ProtocolAdapter
+from conformance.scenario.loader import Case
+from conformance.scenario.values import ValueError_, millis, substitute
+from conformance.suite_server import SuiteServer
+from conformance.wirelog import WireLog
+from reference_impl.common.errors import CodecError
+
+DEFAULT_EXPECT_MS = 5000
+CONNECT_TIMEOUT = 5.0
+MAX_MACRO_DEPTH = 4
+WS_MAX_MESSAGE = 64 * 1024 * 1024
+_OPTION_KEYS = ("within_ms", "level", "any_of", "unsupported_if", "closed")
+
+ClientLauncher = Callable[[str, str], Awaitable[int]]
+
+
+@dataclass
+class CaseResult:
+    grade: Grade
+    exchange: Grade
+    close: Grade | None
+    message: str
+    log: WireLog
+    duration_ms: float
+    client_exit: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class _Verdict(Exception):
+    """Ends the exchange with a grade."""
+
+    def __init__(self, grade: Grade, message: str) -> None:
+        super().__init__(message)
+        self.grade = grade
+        self.message = message
+
+
+class _FrameStream:
+    def __init__(self, channel: Channel, adapter: ProtocolAdapter, transport: str) -> None:
+        self.channel = channel
+        self.reader = adapter.new_reader(transport)
+        self.frames: deque[Frame] = deque()
+        self.closed = False
+
+    async def next(self, deadline: float) -> Frame | None:
+        """The next frame, or None once the target closed.  Raises Deadline."""
+        while not self.frames:
+            if self.closed:
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Deadline()
+            data = await self.channel.recv(remaining)
+            if data is None:
+                self.closed = True
+                continue
+            try:
+                self.frames.extend(self.reader.feed(data))
+            except CodecError as exc:
+                raise _Verdict(Grade.FAILED, f"the target sent bytes that are not valid: {exc}") from None
+        return self.frames.popleft()
+
+
+class CaseRunner:
+    def __init__(self, case: Case, adapter: ProtocolAdapter, transport: str, params: dict[str, int]) -> None:
+        self.case = case
+        self.adapter = adapter
+        self.transport = transport
+        self.params = params
+        self.log = WireLog()
+        self.noise = [adapter.normalize(n) for n in (case.noise if case.noise is not None else adapter.default_noise)]
+        self.close_grade: Grade | None = None
+        self.close_message = ""
+        self.observed: list[str] = []
+        self.stream: _FrameStream | None = None
+
+    # -- entry points -------------------------------------------------------
+
+    async def against_server(self, url: str) -> CaseResult:
+        started = time.monotonic()
+        proxy = None
+        try:
+            if self.case.fault:
+                proxy = await FaultProxy.start(url, self.case.fault, self.log)
+                url = proxy.url_for(url)
+            channel = await self._open(url)
+        except ChannelError as exc:
+            if proxy:
+                await proxy.close()
+            return self._result(Grade.ERROR, str(exc), started)
+        try:
+            return await self._run(channel, started)
+        finally:
+            await channel.close()
+            if proxy:
+                await proxy.close()
+
+    async def against_client(self, launch: ClientLauncher) -> CaseResult:
+        started = time.monotonic()
+        server = await SuiteServer.start(self.transport, self.log, WS_MAX_MESSAGE)
+        client = asyncio.ensure_future(launch(self.case.client_testcase or "", server.url))
+        try:
+            accepted = asyncio.ensure_future(server.accept(CONNECT_TIMEOUT * 2))
+            await asyncio.wait({accepted, client}, return_when=asyncio.FIRST_COMPLETED)
+            if not accepted.done():
+                code = client.result() if not client.cancelled() and client.exception() is None else None
+                accepted.cancel()
+                if code == 127:
+                    return self._result(Grade.UNSUPPORTED, f"the client answered 127: test case {self.case.client_testcase!r} unsupported", started, client_exit=code)
+                return self._result(Grade.ERROR, f"the client exited ({code}) without connecting", started, client_exit=code)
+            try:
+                channel = accepted.result()
+            except ChannelError as exc:
+                return self._result(Grade.ERROR, str(exc), started)
+            result = await self._run(channel, started, client=client)
+            await channel.close()
+            return result
+        finally:
+            if not client.done():
+                client.cancel()
+                await asyncio.gather(client, return_exceptions=True)
+            await server.close()
+
+    # -- the exchange -------------------------------------------------------
+
+    async def _open(self, url: str) -> Channel:
+        if url.startswith("ws://"):
+            return await WsChannel.open(url, self.log, CONNECT_TIMEOUT, WS_MAX_MESSAGE)
+        return await TcpChannel.open(url, self.log, CONNECT_TIMEOUT)
+
+    async def _run(self, channel: Channel, started: float, client: asyncio.Future | None = None) -> CaseResult:
+        self.stream = _FrameStream(channel, self.adapter, self.transport)
+        exchange, message = Grade.PASSED, ""
+        try:
+            await asyncio.wait_for(self._steps(self.case.steps, {}, 0), self.case.timeout_ms / 1000)
+        except _Verdict as verdict:
+            exchange, message = verdict.grade, verdict.message
+        except asyncio.TimeoutError:
+            exchange = grade_for_violation(self.case.requirement)
+            message = f"no verdict within the case deadline of {self.case.timeout_ms} ms"
+        except (ValueError_, CodecError) as exc:
+            exchange, message = Grade.ERROR, f"the case itself is broken: {exc}"
+        client_exit = None
+        if client is not None:
+            exchange, message, client_exit = await self._client_outcome(client, exchange, message)
+        if self.case.requirement in ("MAY", "INFO") and exchange is not Grade.ERROR:
+            message = "observed: " + (message or "; ".join(self.observed) or "the behaviour described")
+            exchange = Grade.INFORMATIONAL
+        if self.close_grade not in (None, Grade.PASSED):
+            message = "; ".join(m for m in (message, self.close_message) if m)
+        return self._result(exchange, message, started, client_exit=client_exit)
+
+    async def _client_outcome(self, client: asyncio.Future, exchange: Grade, message: str):
+        try:
+            code = await asyncio.wait_for(asyncio.shield(client), 5)
+        except asyncio.TimeoutError:
+            return exchange, message, None
+        except Exception as exc:  # the client target crashed: that is its grade, not ours
+            return Grade.ERROR, f"client target raised {exc!r}", None
+        if code == 127:
+            return Grade.UNSUPPORTED, f"the client answered 127: test case {self.case.client_testcase!r} unsupported", code
+        if self.case.client_exit is not None and code != self.case.client_exit and exchange is Grade.PASSED:
+            return grade_for_violation(self.case.requirement), f"client exited {code}, expected {self.case.client_exit}", code
+        return exchange, message, code
+
+    async def _steps(self, steps: list[dict[str, Any]], names: dict[str, int], depth: int) -> None:
+        for step in steps:
+            step = substitute(step, names) if names else step
+            if "send" in step:
+                await self._send(step["send"])
+            elif "expect" in step:
+                await self._expect(step["expect"])
+            elif "expect_close" in step:
+                await self._expect_close(step["expect_close"])
+            elif "expect_silence" in step:
+                await self._expect_silence(step["expect_silence"])
+            elif "sleep_ms" in step:
+                await asyncio.sleep(millis(step["sleep_ms"], self.params) / 1000)
+            elif "close" in step:
+                await (self.stream.channel.half_close() if step["close"] == "half" else self.stream.channel.close())
+            elif "macro" in step:
+                if depth >= MAX_MACRO_DEPTH or step["macro"] not in self.adapter.macros:
+                    raise ValueError_(f"unknown or too deeply nested macro {step['macro']!r}")
+                await self._steps(self.adapter.macros[step["macro"]], names, depth + 1)
+            elif "repeat" in step:
+                spec = step["repeat"]
+                var, start = spec.get("var", "i"), spec.get("start", 0)
+                for i in range(spec["count"]):
+                    await self._steps(spec["steps"], {**names, var: start + i}, depth)
+
+    async def _send(self, spec: dict[str, Any]) -> None:
+        if "hex" in spec and len(spec) == 1:
+            payloads: list[bytes | str] = [bytes.fromhex(spec["hex"].replace(" ", ""))]
+        elif "text" in spec and len(spec) == 1:
+            payloads = [spec["text"] if self.transport == "ws" else spec["text"].encode()]
+        else:
+            payloads = self.adapter.encode(spec, self.transport)
+        for data in payloads:
+            await self.stream.channel.send(data)
+
+    def _is_noise(self, frame: Frame) -> bool:
+        return any(self.adapter.matches(n, frame)[0] for n in self.noise)
+
+    async def _expect(self, spec: dict[str, Any]) -> None:
+        level = spec.get("level", self.case.requirement)
+        within = millis(spec.get("within_ms", DEFAULT_EXPECT_MS), self.params)
+        raw_alts = spec["any_of"] if "any_of" in spec else [{k: v for k, v in spec.items() if k not in _OPTION_KEYS}]
+        closed_ok = spec.get("closed", False) or any(a.get("closed") for a in raw_alts)
+        alternatives = [self.adapter.normalize(a) for a in raw_alts if not a.get("closed")]
+        unsupported = self.adapter.normalize(spec["unsupported_if"]) if "unsupported_if" in spec else None
+        wanted = " or ".join([_describe(a) for a in alternatives] + (["a close"] if closed_ok else []))
+        deadline = time.monotonic() + within / 1000
+        while True:
+            try:
+                frame = await self.stream.next(deadline)
+            except Deadline:
+                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {wanted}; nothing arrived") from None
+            if frame is None:
+                if closed_ok:
+                    self.observed.append("closed")
+                    return
+                raise _Verdict(grade_for_violation(level), f"the target closed the connection while the suite waited for {wanted}")
+            if self._is_noise(frame):
+                continue
+            reasons = []
+            for alt in alternatives:
+                ok, why = self.adapter.matches(alt, frame)
+                if ok:
+                    self.observed.append(str(frame))
+                    return
+                reasons.append(why)
+            if unsupported is not None and self.adapter.matches(unsupported, frame)[0]:
+                raise _Verdict(Grade.UNSUPPORTED, f"the target declared this unsupported: {frame}")
+            raise _Verdict(grade_for_violation(level), f"expected {wanted}; got {frame} ({'; '.join(reasons)})")
+
+    async def _expect_close(self, spec: dict[str, Any]) -> None:
+        level = spec.get("level", self.case.requirement)
+        within = millis(spec.get("within_ms", DEFAULT_EXPECT_MS), self.params)
+        deadline = time.monotonic() + within / 1000
+        while True:
+            try:
+                frame = await self.stream.next(deadline)
+            except Deadline:
+                self._grade_close(level, f"the connection was still open {within} ms later")
+                return
+            if frame is None:
+                self.close_grade = self.close_grade or Grade.PASSED
+                self.observed.append("closed")
+                return
+            if self._is_noise(frame) or spec.get("allow_frames"):
+                continue
+            self._grade_close(level, f"the target sent {frame} instead of closing")
+            return
+
+    def _grade_close(self, level: str, message: str) -> None:
+        grade = grade_for_violation(level)
+        if self.case.requirement in ("MAY", "INFO"):
+            grade = Grade.INFORMATIONAL
+        self.close_grade = worst(self.close_grade, grade)
+        self.close_message = f"close: {message}"
+        self.observed.append(message)
+
+    async def _expect_silence(self, spec: dict[str, Any]) -> None:
+        level = spec.get("level", self.case.requirement)
+        period = millis(spec["for_ms"], self.params)
+        deadline = time.monotonic() + period / 1000
+        while True:
+            try:
+                frame = await self.stream.next(deadline)
+            except Deadline:
+                return
+            if frame is None:
+                raise _Verdict(grade_for_violation(level), "the target closed the connection; it should have stayed open and silent")
+            if not self._is_noise(frame):
+                raise _Verdict(grade_for_violation(level), f"the target sent {frame}; it should have sent nothing")
+
+    def _result(self, exchange: Grade, message: str, started: float, client_exit: int | None = None) -> CaseResult:
+        grade = worst(exchange, self.close_grade)
+        if exchange in (Grade.UNSUPPORTED, Grade.ERROR):
+            grade = exchange
+        return CaseResult(grade, exchange, self.close_grade, message, self.log,
+                          (time.monotonic() - started) * 1000, client_exit)
+
+
+def _describe(spec: dict[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {hex(v) if isinstance(v, int) and v > 9 else v}" for k, v in spec.items()) + "}"

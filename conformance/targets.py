@@ -1,0 +1,239 @@
+"""What the suite runs against.
+
+    ref                       the reference implementation, in-process
+    tcp://127.0.0.1:PORT      a server already listening (TCP)
+    ws://127.0.0.1:PORT/PATH  a server already listening (WebSocket)
+    cmd:COMMAND               a server the suite spawns: {port} in COMMAND is
+                              replaced by a free port, {transport} by tcp/ws
+                              (one process per transport); without
+                              {transport} the command serves TCP only
+    docker:IMAGE              an image following docs/image-contract.md
+
+Servers are started once per run and stopped by the handle that started them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Awaitable, Callable
+from urllib.parse import urlsplit
+
+from conformance.protocols import adapter_for
+
+ClientLauncher = Callable[[str, str], Awaitable[int]]
+STARTUP_TIMEOUT = 20.0
+
+
+class TargetError(Exception):
+    """The target could not be started or reached; every case it would run is an ERROR."""
+
+
+class LoopThread:
+    """An event loop in a daemon thread, for servers that outlive one case."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="conformance-ref", daemon=True)
+        self.thread.start()
+
+    def run(self, coro, timeout: float):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+class Target:
+    spec: str
+    name: str
+    in_process = False
+
+    def endpoint(self, protocol: str, transport: str) -> str | None:
+        """URL to reach the target's server for this transport, or None if it offers none."""
+        raise NotImplementedError
+
+    def client_launcher(self, protocol: str) -> ClientLauncher | None:
+        return None
+
+    def params(self, protocol: str) -> dict[str, int]:
+        return dict(adapter_for(protocol).params)
+
+    def logs(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        pass
+
+
+class RefTarget(Target):
+    in_process = True
+
+    def __init__(self) -> None:
+        self.spec = self.name = "ref"
+        self._loop: LoopThread | None = None
+        self._servers: dict[tuple[str, str], object] = {}
+
+    def params(self, protocol: str) -> dict[str, int]:
+        adapter = adapter_for(protocol)
+        return {**adapter.params, **adapter.ref_params}
+
+    def endpoint(self, protocol: str, transport: str) -> str | None:
+        adapter = adapter_for(protocol)
+        if transport not in adapter.transports:
+            return None
+        key = (protocol, transport)
+        if key not in self._servers:
+            if self._loop is None:
+                self._loop = LoopThread()
+            self._servers[key] = self._loop.run(adapter.start_reference(transport, self.params(protocol)), STARTUP_TIMEOUT)
+        return self._servers[key].url
+
+    def client_launcher(self, protocol: str) -> ClientLauncher:
+        adapter = adapter_for(protocol)
+        return lambda testcase, url: adapter.run_reference_client(url, testcase)
+
+    def close(self) -> None:
+        if self._loop is None:
+            return
+        for server in self._servers.values():
+            try:
+                self._loop.run(server.close(), 5)
+            except Exception:  # closing is best effort; the thread dies with the run
+                pass
+        self._loop.stop()
+
+
+class UrlTarget(Target):
+    def __init__(self, spec: str, name: str | None = None) -> None:
+        parts = urlsplit(spec)
+        if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise TargetError(f"target {spec!r}: the suite only sends test traffic to 127.0.0.1")
+        if parts.port is None:
+            raise TargetError(f"target {spec!r} needs a port")
+        self.spec = spec
+        self.name = name or spec
+        self.transport = "ws" if parts.scheme == "ws" else "tcp"
+
+    def endpoint(self, protocol: str, transport: str) -> str | None:
+        return self.spec if transport == self.transport else None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port: int, deadline: float, alive: Callable[[], bool]) -> bool:
+    while time.monotonic() < deadline:
+        if not alive():
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+class CommandTarget(Target):
+    """Spawns the target's server; stops it by the PID it started."""
+
+    def __init__(self, spec: str, name: str | None = None, client_command: str | None = None) -> None:
+        self.spec = spec
+        self.command = spec.split(":", 1)[1].strip()
+        if "{port}" not in self.command:
+            raise TargetError(f"target {spec!r}: the command needs a {{port}} placeholder")
+        self.name = name or self.command.split()[0]
+        self.client_command = client_command
+        self._procs: dict[str, tuple[subprocess.Popen, str, object]] = {}
+
+    def endpoint(self, protocol: str, transport: str) -> str | None:
+        if transport not in ("tcp", "ws"):
+            return None
+        if "{transport}" not in self.command and transport != "tcp":
+            return None
+        if transport not in self._procs:
+            self._procs[transport] = self._spawn(transport)
+        return self._procs[transport][1]
+
+    def _spawn(self, transport: str):
+        port = free_port()
+        argv = shlex.split(self.command.replace("{port}", str(port)).replace("{transport}", transport))
+        output = tempfile.TemporaryFile()
+        try:
+            proc = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        except OSError as exc:
+            raise TargetError(f"cannot start {argv[0]!r}: {exc}") from exc
+        if not wait_listening(port, time.monotonic() + STARTUP_TIMEOUT, lambda: proc.poll() is None):
+            self._stop(proc)
+            output.seek(0)
+            tail = output.read()[-2000:].decode(errors="replace")
+            raise TargetError(f"{' '.join(argv)} did not listen on 127.0.0.1:{port} within {STARTUP_TIMEOUT}s "
+                              f"(exit code {proc.poll()}); its output:\n{tail}")
+        url = f"ws://127.0.0.1:{port}/" if transport == "ws" else f"tcp://127.0.0.1:{port}"
+        return proc, url, output
+
+    def client_launcher(self, protocol: str) -> ClientLauncher | None:
+        if not self.client_command:
+            return None
+        template = self.client_command
+
+        async def launch(testcase: str, url: str) -> int:
+            argv = shlex.split(template.replace("{url}", url).replace("{testcase}", testcase))
+            proc = await asyncio.create_subprocess_exec(*argv, stdin=subprocess.DEVNULL,
+                                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                return await proc.wait()
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+        return launch
+
+    def logs(self) -> str:
+        parts = []
+        for transport, (_, _, output) in self._procs.items():
+            output.seek(0)
+            parts.append(f"--- {transport} server output ---\n" + output.read()[-20000:].decode(errors="replace"))
+        return "\n".join(parts)
+
+    @staticmethod
+    def _stop(proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+    def close(self) -> None:
+        for proc, _, output in self._procs.values():
+            self._stop(proc)
+            output.close()
+
+
+def parse_target(spec: str, *, name: str | None = None, client_command: str | None = None) -> Target:
+    if spec in ("ref", "reference"):
+        return RefTarget()
+    if spec.startswith(("tcp://", "ws://")):
+        return UrlTarget(spec, name)
+    if spec.startswith("cmd:"):
+        return CommandTarget(spec, name, client_command)
+    if spec.startswith("docker:"):
+        from conformance.docker_target import DockerTarget  # imported lazily: needs the docker SDK
+        return DockerTarget(spec.split(":", 1)[1], name)
+    raise TargetError(f"unknown target {spec!r}: use ref, tcp://127.0.0.1:PORT, ws://127.0.0.1:PORT/PATH, "
+                      "cmd:COMMAND or docker:IMAGE")
+
+
