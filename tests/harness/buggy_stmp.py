@@ -1,0 +1,142 @@
+"""A small STMP server over TCP with one switchable bug, for proving the suite can fail.
+
+Correct behaviour follows PROFILES.md; each bug name turns one rule off.
+Built on the codec only, so its bugs are independent of the reference
+connection state machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from reference_impl.common.errors import CodecError
+from reference_impl.stmp import codec
+from reference_impl.stmp.codec import Notify, Ping, Request, Response
+
+BUGS = {
+    "no-close-after-0x35",      # answers VersionNotSupported but keeps the connection
+    "wrong-id-after-wrap",      # answers request 0xFFFF with ID 0
+    "ps-missing",               # omits PS on TCP responses
+    "kind-bits-swapped",        # sends Responses with KIND 1 (request) bits
+    "no-heartbeat-timeout",     # never drops a silent peer
+    "accepts-before-negotiation",  # serves requests before negotiation
+    "no-heartbeats",            # never pings
+    "answers-unknown-response",  # replies BadRequest to a Response with an unknown ID
+    "reserved-bits-ignored",    # serves frames with reserved bits set
+}
+
+
+class BuggyStmpServer:
+    def __init__(self, bug: str | None, heartbeat_interval: float = 1.0, heartbeat_timeout: float = 3.0) -> None:
+        assert bug is None or bug in BUGS, bug
+        self.bug = bug
+        self.interval = heartbeat_interval
+        self.timeout = heartbeat_timeout
+        self.server: asyncio.base_events.Server | None = None
+        self.url = ""
+
+    async def start(self) -> "BuggyStmpServer":
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"tcp://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def close(self) -> None:
+        self.server.close()
+
+    def _encode(self, msg) -> bytes:
+        data = codec.encode_binary(msg, with_ps=True)
+        if isinstance(msg, Response) and self.bug == "ps-missing" and msg.encoding:
+            data = data[:4] + data[8:]
+        if isinstance(msg, Response) and self.bug == "kind-bits-swapped":
+            data = bytes([data[0] & 0x3F | 0x40]) + data[1:]
+        return data
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        decoder = codec.StreamDecoder()
+        negotiated = False
+        last_in = last_ping = time.monotonic()
+        pending: list[asyncio.Task] = []
+
+        def send(msg) -> None:
+            writer.write(self._encode(msg))
+
+        try:
+            while True:
+                try:
+                    data = await asyncio.wait_for(reader.read(65536), 0.1)
+                except asyncio.TimeoutError:
+                    data = None
+                now = time.monotonic()
+                if data == b"":
+                    break
+                if data:
+                    last_in = now
+                    if self.bug == "reserved-bits-ignored":
+                        data = bytes(b & 0xF8 if i == 0 else b for i, b in enumerate(data))
+                    try:
+                        messages = decoder.feed(data)
+                    except CodecError:
+                        send(Response(0, 0x20, 0, b""))
+                        break
+                    for msg in messages:
+                        if not negotiated:
+                            if isinstance(msg, Request) and msg.id == 0 and msg.action == 0:
+                                versions = codec.decode_versions(msg.payload, text=False) if msg.encoding == 5 else []
+                                if (0, 1) in versions:
+                                    send(Response(0, 0, 5, bytes([0x01])))
+                                    negotiated = True
+                                    continue
+                                send(Response(0, 0x35, 0, b""))
+                                if self.bug != "no-close-after-0x35":
+                                    raise ConnectionAbortedError
+                                continue
+                            if self.bug != "accepts-before-negotiation":
+                                send(Response(getattr(msg, "id", 0), 0x20, 0, b""))
+                                raise ConnectionAbortedError
+                        self._handle(msg, send, pending)
+                if negotiated and self.bug != "no-heartbeats" and now - last_ping >= self.interval:
+                    send(Ping())
+                    last_ping = now
+                if negotiated and self.bug != "no-heartbeat-timeout" and now - last_in > self.timeout:
+                    break
+                await writer.drain()
+        except (ConnectionAbortedError, ConnectionError):
+            pass
+        finally:
+            for task in pending:
+                task.cancel()
+            try:
+                await writer.drain()
+            except ConnectionError:
+                pass
+            writer.close()
+
+    def _handle(self, msg, send, pending: list[asyncio.Task]) -> None:
+        if isinstance(msg, Ping):
+            return
+        if isinstance(msg, Response):
+            if self.bug == "answers-unknown-response":
+                send(Response(msg.id, 0x20, 0, b""))
+            return
+        if isinstance(msg, Notify):
+            if msg.action == 0x101:
+                send(Notify(0x101, msg.encoding, msg.payload))
+            return
+        reply_id = 0 if (self.bug == "wrong-id-after-wrap" and msg.id == 0xFFFF) else msg.id
+        if msg.action == 0x100:
+            send(Response(reply_id, 0, msg.encoding, msg.payload))
+        elif msg.action == 0x102:
+            if len(msg.payload) != 4:
+                send(Response(reply_id, 0x20, 0, b""))
+                return
+            delay = int.from_bytes(msg.payload, "big") / 1000
+
+            async def later() -> None:
+                await asyncio.sleep(delay)
+                send(Response(reply_id, 0, 0, b""))
+            pending.append(asyncio.ensure_future(later()))
+        elif msg.action <= 0xFF:
+            send(Response(reply_id, 0x31, 0, b""))
+        else:
+            send(Response(reply_id, 0x24, 0, b""))
