@@ -1,0 +1,49 @@
+"""The fault proxy really delivers bytes one by one, and cuts where asked."""
+
+from __future__ import annotations
+
+import asyncio
+
+from conformance.faultproxy import FaultProxy
+
+
+async def _reads_seen_by_server(options: dict, payload: bytes) -> list[bytes]:
+    reads: list[bytes] = []
+    done = asyncio.Event()
+
+    async def serve(reader, writer):
+        while chunk := await reader.read(65536):
+            reads.append(chunk)
+        done.set()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    proxy = await FaultProxy.start(f"tcp://127.0.0.1:{port}", options)
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(payload)
+    await writer.drain()
+    writer.write_eof()
+    await asyncio.wait_for(done.wait(), 10)
+    writer.close()
+    await proxy.close()
+    server.close()
+    return reads
+
+
+def test_one_byte_at_a_time() -> None:
+    reads = asyncio.run(_reads_seen_by_server({"chunk": 1, "delay_ms": 2}, b"0123456789"))
+    assert b"".join(reads) == b"0123456789"
+    assert all(len(r) == 1 for r in reads)
+
+
+def test_random_chunks_keep_every_byte_in_order() -> None:
+    payload = bytes(range(256)) * 4
+    reads = asyncio.run(_reads_seen_by_server({"chunk": "random", "max_chunk": 5, "seed": 1, "delay_ms": 1}, payload))
+    assert b"".join(reads) == payload
+    assert max(len(r) for r in reads) <= 5 and len(reads) >= len(payload) // 5
+
+
+def test_cut_mid_stream() -> None:
+    reads = asyncio.run(_reads_seen_by_server({"cut_after_bytes": 7}, b"0123456789"))
+    assert b"".join(reads) == b"0123456"
