@@ -1,0 +1,66 @@
+"""`--target docker:IMAGE`: an implementation image following docs/image-contract.md.
+
+The container is started once per run and transport (host networking, the
+server on 127.0.0.1:PORT), after the image has shown it answers 127 to a
+test case it cannot know.  Its log is attached to every case that did not pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from conformance.targets import ClientLauncher, Target, TargetError
+
+
+class DockerTarget(Target):
+    def __init__(self, image: str, name: str | None = None) -> None:
+        self.spec = f"docker:{image}"
+        self.image = image
+        self.name = name or image.rsplit("/", 1)[-1].split(":", 1)[0]
+        self._containers: dict[tuple[str, str], object] = {}
+        self._trusted: set[str] = set()
+
+    def _trust(self, protocol: str) -> None:
+        from conformance.images.container import check_unsupported_answer
+        if protocol not in self._trusted:
+            try:
+                check_unsupported_answer(self.image, protocol)
+            except Exception as exc:  # the image's own failure, reported for every case
+                raise TargetError(f"image {self.image} is not trusted for {protocol}: {exc}") from exc
+            self._trusted.add(protocol)
+
+    def endpoint(self, protocol: str, transport: str) -> str | None:
+        from conformance.images.container import ContainerTarget
+        if transport not in ("tcp", "ws"):
+            return None
+        key = (protocol, transport)
+        if key not in self._containers:
+            self._trust(protocol)
+            env = {"TRANSPORT": transport}
+            container = ContainerTarget(self.image, protocol, env=env)
+            try:
+                container.__enter__()
+            except Exception as exc:
+                raise TargetError(f"image {self.image} did not come up for {protocol}/{transport}: {exc}") from exc
+            self._containers[key] = container
+        url = self._containers[key].url
+        return url.replace("tcp://", "ws://", 1) + "/" if transport == "ws" else url
+
+    def client_launcher(self, protocol: str) -> ClientLauncher:
+        from conformance.images.container import run_client
+        image = self.image
+
+        async def launch(testcase: str, url: str) -> int:
+            code, _ = await asyncio.to_thread(run_client, image, protocol, testcase, url, timeout=120)
+            return code
+        return launch
+
+    def logs(self) -> str:
+        return "\n".join(f"--- container {p}/{t} ---\n{c.logs()[-20000:]}" for (p, t), c in self._containers.items())
+
+    def close(self) -> None:
+        for container in self._containers.values():
+            try:
+                container.__exit__(None, None, None)
+            except Exception:  # stopping is best effort at the end of the run
+                pass
