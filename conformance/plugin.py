@@ -262,7 +262,9 @@ class ScenarioItem(pytest.Item):
         return self.path, self.case.line - 1, f"{self.case.id} [{self.transport}]"
 
 
-class CaseFailed(Exception):
+class CaseFailed(AssertionError):
+    """A FAILED (or ERROR) grade; an AssertionError so Allure shows it as failed, not broken."""
+
     def __init__(self, grade: Grade, message: str) -> None:
         super().__init__(f"{grade.value}: {message}")
         self.grade = grade

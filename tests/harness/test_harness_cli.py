@@ -79,6 +79,15 @@ def test_must_failure_gives_nonzero_exit_and_junit(tmp_path: Path) -> None:
     assert rec["grade"] == "FAILED" and "nothing arrived" in rec["message"]
     assert rec["wirelog"] and (tmp_path / rec["wirelog"]).exists()
     assert "failures=\"1\"" in (tmp_path / "junit.xml").read_text()
+    results = [json.loads(p.read_text()) for p in (tmp_path / "allure-results").glob("*-result.json")]
+    failed = [r for r in results if r["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["labels"]
+    labels = {(l["name"], l["value"]) for l in failed[0]["labels"]}
+    assert ("epic", "stmp") in labels and ("story", "stmp/handshake/one-version") in labels
+    (attachment,) = failed[0]["attachments"]
+    assert attachment["name"] == "wire log"
+    assert "nothing arrived" not in attachment["source"]  # a file name, holding the hex log
+    assert ">>" in (tmp_path / "allure-results" / attachment["source"]).read_text()
 
 
 def test_unreachable_target_is_an_error_not_a_hang(tmp_path: Path) -> None:
