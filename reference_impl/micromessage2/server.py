@@ -9,11 +9,10 @@ fragment_size) plus ``linger`` (0.5 s), ``write_timeout`` (10 s) and
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from reference_impl.common.serving import serve_until_stopped
 from .connection import Connection, Role, State
 from .service import DEFAULT_MAX_PENDING, Broker, TestService
 from .transport import LINGER, WRITE_TIMEOUT, Link
@@ -86,18 +85,4 @@ async def start_server(host: str = "127.0.0.1", port: int = 0, *, linger: float 
 
 def run_server(host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
     """Serve until SIGINT/SIGTERM; prints ``listening on tcp://HOST:PORT`` once accepting."""
-
-    async def main() -> None:
-        running = await start_server(host, port, **options)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        print(f"listening on {running.url}", flush=True)
-        try:
-            await stop.wait()
-        finally:
-            await running.close()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    serve_until_stopped(lambda: start_server(host, port, **options))

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 
+from reference_impl.common.serving import serve_until_stopped
 from reference_impl.rsio.connection import Role
 from reference_impl.rsio.session import Session, SessionOptions
 
@@ -59,17 +59,4 @@ async def start_server(host: str = "127.0.0.1", port: int = 0, **options) -> Rsi
 
 
 def run_server(host: str = "127.0.0.1", port: int = 0, **options) -> None:
-    async def main() -> None:
-        server = await start_server(host, port, **options)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        print(f"listening on {server.url}", flush=True)
-        try:
-            await stop.wait()
-        finally:
-            await server.close()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    serve_until_stopped(lambda: start_server(host, port, **options))

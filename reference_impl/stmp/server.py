@@ -15,7 +15,6 @@ Options (keyword arguments): heartbeat_interval (5 s), heartbeat_timeout
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -25,6 +24,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request as HttpRequest
 from websockets.http11 import Response as HttpResponse
 
+from reference_impl.common.serving import serve_until_stopped
 from reference_impl.stmp.connection import Event
 from reference_impl.stmp.service import ConformanceService
 from reference_impl.stmp.transport import (
@@ -116,24 +116,8 @@ async def start_ws_server(host: str = "127.0.0.1", port: int = 0, path: str = "/
 _STARTERS = {"tcp": start_tcp_server, "ws": start_ws_server}
 
 
-async def _serve_until_stopped(transport: str, host: str, port: int, options: dict[str, Any]) -> None:
-    server = await _STARTERS[transport](host, port, **options)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    print(f"listening on {server.url}", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        await server.close()
-
-
 def run_server(transport: str, host: str, port: int, **options: Any) -> None:
     """Serve until SIGINT/SIGTERM; print one ``listening on URL`` line once accepting."""
     if transport not in _STARTERS:
         raise ValueError(f"unknown transport {transport!r}; use one of {sorted(_STARTERS)}")
-    try:
-        asyncio.run(_serve_until_stopped(transport, host, port, options))
-    except KeyboardInterrupt:
-        pass
+    serve_until_stopped(lambda: _STARTERS[transport](host, port, **options))
