@@ -36,15 +36,13 @@ class DockerTarget(Target):
         key = (protocol, transport)
         if key not in self._containers:
             self._trust(protocol)
-            env = {"TRANSPORT": transport}
-            container = ContainerTarget(self.image, protocol, env=env)
+            container = ContainerTarget(self.image, protocol, transport=transport)
             try:
                 container.__enter__()
             except Exception as exc:
                 raise TargetError(f"image {self.image} did not come up for {protocol}/{transport}: {exc}") from exc
             self._containers[key] = container
-        url = self._containers[key].url
-        return url.replace("tcp://", "ws://", 1) + "/" if transport == "ws" else url
+        return self._containers[key].url
 
     def client_launcher(self, protocol: str) -> ClientLauncher:
         from conformance.images.container import run_client
