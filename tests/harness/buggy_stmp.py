@@ -24,6 +24,7 @@ BUGS = {
     "no-heartbeats",            # never pings
     "answers-unknown-response",  # replies BadRequest to a Response with an unknown ID
     "reserved-bits-ignored",    # serves frames with reserved bits set
+    "not-found-as-bad-request",  # answers an unknown ACTION with 0x20, not 0x24 (a SHOULD)
 }
 
 
@@ -139,4 +140,24 @@ class BuggyStmpServer:
         elif msg.action <= 0xFF:
             send(Response(reply_id, 0x31, 0, b""))
         else:
-            send(Response(reply_id, 0x24, 0, b""))
+            send(Response(reply_id, 0x20 if self.bug == "not-found-as-bad-request" else 0x24, 0, b""))
+
+
+def main() -> None:
+    """`python buggy_stmp.py --bug NAME --port N`: serve until killed (for cmd: targets)."""
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bug", choices=sorted(BUGS))
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+
+    async def serve() -> None:
+        server = BuggyStmpServer(args.bug)
+        server.server = await asyncio.start_server(server._serve, "127.0.0.1", args.port)
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

@@ -58,3 +58,10 @@ def test_the_same_cases_pass_without_the_bug(case_id: str) -> None:
 def test_wrong_id_bug_leaves_other_cases_passing() -> None:
     result = asyncio.run(_grade("wrong-id-after-wrap", "stmp/encoding/json"))
     assert result.grade is Grade.PASSED, result.message
+
+
+def test_should_violation_is_non_strict() -> None:
+    result = asyncio.run(_grade("not-found-as-bad-request", "stmp/status/unknown-action-not-found"))
+    assert result.grade is Grade.NON_STRICT, result.message
+    must = asyncio.run(_grade("not-found-as-bad-request", "stmp/status/unknown-action-is-error"))
+    assert must.grade is Grade.PASSED  # 0x20 is still an error status: the MUST holds

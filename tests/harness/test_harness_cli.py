@@ -121,3 +121,14 @@ def test_broken_vector_file_is_reported_with_its_path(tmp_path: Path) -> None:
 def test_client_role_served_by_the_cli() -> None:
     result = run(["serve", "stmp", "--role", "client", "--connect", "tcp://127.0.0.1:1", "--testcase", "no-such-case"])
     assert result.returncode == 127
+
+
+@pytest.mark.parametrize("strict,code", [(False, 0), (True, 1)])
+def test_strict_fails_on_non_strict(tmp_path: Path, strict: bool, code: int) -> None:
+    buggy = ROOT / "tests" / "harness" / "buggy_stmp.py"
+    target = f"cmd:{sys.executable} {buggy} --bug not-found-as-bad-request --port {{port}}"
+    args = ["run", "stmp", "--target", target, "--out", str(tmp_path), "-k", "unknown-action-not-found"]
+    result = run(args + (["--strict"] if strict else []))
+    assert result.returncode == code, result.stdout[-2000:]
+    graded = [r for r in records(tmp_path) if r["transport"] == "tcp"]
+    assert [r["grade"] for r in graded] == ["NON-STRICT"]
