@@ -27,7 +27,7 @@ DEFAULT_EXPECT_MS = 5000
 CONNECT_TIMEOUT = 5.0
 MAX_MACRO_DEPTH = 4
 WS_MAX_MESSAGE = 64 * 1024 * 1024
-_OPTION_KEYS = ("within_ms", "level", "any_of", "unsupported_if", "closed")
+_OPTION_KEYS = ("within_ms", "level", "any_of", "all_of", "allow", "unsupported_if", "closed")
 
 ClientLauncher = Callable[[str, str], Awaitable[int]]
 
@@ -76,6 +76,10 @@ class _FrameStream:
                 self.frames.extend(self.reader.feed(data))
             except CodecError as exc:
                 raise _Verdict(Grade.FAILED, f"the target sent bytes that are not valid: {exc}") from None
+            # a session reader (ZMTP) answers by itself: handshake commands, PONGs
+            reply = self.reader.outgoing() if hasattr(self.reader, "outgoing") else b""
+            if reply:
+                await self.channel.send(reply)
         return self.frames.popleft()
 
 
@@ -148,6 +152,8 @@ class CaseRunner:
 
     async def _run(self, channel: Channel, started: float, client: asyncio.Future | None = None) -> CaseResult:
         self.stream = _FrameStream(channel, self.adapter, self.transport)
+        if hasattr(self.stream.reader, "wirelog"):  # a session reader notes what it decrypts
+            self.stream.reader.wirelog = self.log
         exchange, message = Grade.PASSED, ""
         try:
             await asyncio.wait_for(self._steps(self.case.steps, {}, 0), self.case.timeout_ms / 1000)
@@ -183,7 +189,8 @@ class CaseRunner:
 
     async def _steps(self, steps: list[dict[str, Any]], names: dict[str, int], depth: int) -> None:
         for step in steps:
-            step = substitute(step, names) if names else step
+            # a nested repeat's steps are substituted when they run, with its own variable bound too
+            step = substitute(step, names) if names and "repeat" not in step else step
             if "send" in step:
                 await self._send(step["send"])
             elif "expect" in step:
@@ -212,16 +219,26 @@ class CaseRunner:
         elif "text" in spec and len(spec) == 1:
             payloads = [spec["text"] if self.transport == "ws" else spec["text"].encode()]
         else:
-            payloads = self.adapter.encode(spec, self.transport)
+            # a session reader encodes with its connection's state (ZMTP: keys, nonces)
+            encode = getattr(self.stream.reader, "encode", None)
+            payloads = encode(spec) if encode else self.adapter.encode(spec, self.transport)
         for data in payloads:
             await self.stream.channel.send(data)
 
     def _is_noise(self, frame: Frame) -> bool:
         return any(self.adapter.matches(n, frame)[0] for n in self.noise)
 
+    def _allowed(self, frame: Frame, allowed: list[dict[str, Any]]) -> bool:
+        return any(self.adapter.matches(a, frame)[0] for a in allowed)
+
     async def _expect(self, spec: dict[str, Any]) -> None:
         level = spec.get("level", self.case.requirement)
         within = millis(spec.get("within_ms", DEFAULT_EXPECT_MS), self.params)
+        # allow: frames that may arrive before the expected one (e.g. elements in flight) and are skipped
+        allowed = [self.adapter.normalize(a) for a in spec.get("allow", [])]
+        if "all_of" in spec:
+            await self._expect_all(spec, level, within, allowed)
+            return
         raw_alts = spec["any_of"] if "any_of" in spec else [{k: v for k, v in spec.items() if k not in _OPTION_KEYS}]
         closed_ok = spec.get("closed", False) or any(a.get("closed") for a in raw_alts)
         alternatives = [self.adapter.normalize(a) for a in raw_alts if not a.get("closed")]
@@ -238,7 +255,7 @@ class CaseRunner:
                     self.observed.append("closed")
                     return
                 raise _Verdict(grade_for_violation(level), f"the target closed the connection while the suite waited for {wanted}")
-            if self._is_noise(frame):
+            if self._is_noise(frame) or self._allowed(frame, allowed):
                 continue
             reasons = []
             for alt in alternatives:
@@ -250,6 +267,31 @@ class CaseRunner:
             if unsupported is not None and self.adapter.matches(unsupported, frame)[0]:
                 raise _Verdict(Grade.UNSUPPORTED, f"the target declared this unsupported: {frame}")
             raise _Verdict(grade_for_violation(level), f"expected {wanted}; got {frame} ({'; '.join(reasons)})")
+
+    async def _expect_all(self, spec: dict[str, Any], level: str, within: int, allowed: list[dict[str, Any]]) -> None:
+        """all_of: each listed frame exactly once, in any order (e.g. signals of independent streams)."""
+        wanted = [self.adapter.normalize(a) for a in spec["all_of"]]
+        deadline = time.monotonic() + within / 1000
+        while wanted:
+            missing = " and ".join(_describe(a) for a in wanted)
+            try:
+                frame = await self.stream.next(deadline)
+            except Deadline:
+                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {missing}; nothing more arrived") from None
+            if frame is None:
+                raise _Verdict(grade_for_violation(level), f"the target closed the connection while the suite waited for {missing}")
+            if self._is_noise(frame) or self._allowed(frame, allowed):
+                continue
+            reasons = []
+            for i, alt in enumerate(wanted):
+                ok, why = self.adapter.matches(alt, frame)
+                if ok:
+                    del wanted[i]
+                    self.observed.append(str(frame))
+                    break
+                reasons.append(why)
+            else:
+                raise _Verdict(grade_for_violation(level), f"expected {missing} (in any order); got {frame} ({'; '.join(reasons)})")
 
     async def _expect_close(self, spec: dict[str, Any]) -> None:
         level = spec.get("level", self.case.requirement)
