@@ -1,0 +1,249 @@
+"""A small rsio/0 server over TCP with one switchable bug, for proving the suite can fail.
+
+Correct behaviour follows PROFILES.md (rsio and its test publishers); each bug name turns
+one rule off.  Built on the rsio codec only, so its bugs are independent of the reference
+connection state machine and test service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+
+from reference_impl.common.errors import CodecError, IncompleteFrame
+from reference_impl.rsio import codec
+from reference_impl.rsio.codec import (
+    Cancel, ClientHello, Goodbye, OnComplete, OnError, OnNext, OnNextLastPart, OnNextPacked,
+    OnNextPart, Request, ServerHello, Subscribe, Subscribed,
+)
+
+LONG_MAX = 2**63 - 1
+PART = 16 << 10
+PACK_BYTES = 16 << 10
+
+BUGS = {
+    "past-demand",               # sends one element more than demanded
+    "ignores-cancel",            # cancel is a no-op: the stream goes on serving requests
+    "accepts-request-zero",      # request(0) is a no-op instead of onError (rule 3.9)
+    "parts-as-onnext",           # sends the parts of a large element as separate onNext messages
+    "mislabels-parts",           # gives every part of one element a new element Id
+    "parts-use-demand",          # each part of a split element takes one unit of demand
+    "wrong-version-no-goodbye",  # closes on a wrong version without sending goodbye
+    "no-close-after-goodbye",    # sends goodbye on a wrong version but keeps the connection open
+    "demand-wraps",              # adds demand as a signed 64-bit sum, which wraps past 2^63-1
+    "no-goodbye-reply",          # closes on goodbye without answering it
+    "id-in-use-replaced",        # a subscribe on an Id in use silently replaces the stream
+}
+
+
+def pattern(start: int, length: int) -> bytes:
+    return bytes((start + i) % 256 for i in range(length))
+
+
+class _Stream:
+    def __init__(self, kind: str, count: int, size: int, demand: int) -> None:
+        self.kind, self.count, self.size, self.demand = kind, count, size, demand
+        self.next = 0  # element index, or bytes sent for test/large
+        self.done = False  # test/large: every byte sent
+
+
+class _Connection:
+    def __init__(self, bug: str | None, writer: asyncio.StreamWriter) -> None:
+        self.bug = bug
+        self.writer = writer
+        self.buf = bytearray()
+        self.streams: dict[int, _Stream] = {}
+        self.closed = False
+        self.work = asyncio.Event()
+        self.send(ServerHello(0, ()))
+
+    def send(self, message, element_size: int = 0) -> None:
+        if not self.closed:
+            self.writer.write(codec.encode_message(message, element_size=element_size))
+
+    def close(self, reason: str | None) -> None:
+        if reason is not None:
+            self.send(Goodbye(reason))
+        self.closed = True
+        self.writer.close()
+
+    # -- receiving -------------------------------------------------------------
+
+    def receive(self, data: bytes) -> None:
+        self.buf += data
+        while self.buf and not self.closed:
+            try:
+                message, end = codec.decode_message(self.buf, 0)
+            except IncompleteFrame:
+                return
+            except CodecError as exc:
+                self.close(exc.code)
+                return
+            del self.buf[:end]
+            self.handle(message)
+        self.work.set()
+
+    def handle(self, message) -> None:
+        if isinstance(message, ClientHello):
+            if message.version != 0:
+                if self.bug == "wrong-version-no-goodbye":
+                    self.close(None)
+                elif self.bug == "no-close-after-goodbye":
+                    self.send(Goodbye("unsupported-version"))
+                    self.streams.clear()
+                else:
+                    self.close("unsupported-version")
+        elif isinstance(message, Subscribe):
+            self.subscribe(message)
+        elif isinstance(message, Request):
+            stream = self.streams.get(message.subscriber)
+            if stream is None:
+                return
+            if message.demand == 0:
+                if self.bug != "accepts-request-zero":
+                    del self.streams[message.subscriber]
+                    self.send(OnError(message.subscriber, "request(0): rule 3.9"))
+                return
+            if self.bug == "demand-wraps":
+                total = stream.demand + message.demand
+                stream.demand = total - 2**64 if total > LONG_MAX else total
+            else:
+                stream.demand = min(LONG_MAX, stream.demand + message.demand)
+        elif isinstance(message, Cancel):
+            if self.bug != "ignores-cancel":
+                self.streams.pop(message.subscriber, None)
+        elif isinstance(message, Goodbye):
+            self.streams.clear()
+            self.close(None if self.bug == "no-goodbye-reply" else "")
+        else:  # a serverHello, or a publisher's signal: this server subscribes to nothing
+            self.close("unexpected-message")
+
+    def subscribe(self, message: Subscribe) -> None:
+        sid = message.subscriber
+        if sid in self.streams and self.bug != "id-in-use-replaced":
+            del self.streams[sid]
+            self.send(OnError(sid, "subscriber id in use"))
+            return
+        demand = message.initial_demand + (1 if self.bug == "past-demand" else 0)
+        name = message.publisher
+        stream = None
+        if m := re.fullmatch(r"test/range/([0-9]{1,18})", name):
+            stream = _Stream("range", int(m[1]), 8, demand)
+        elif (m := re.fullmatch(r"test/fixed/([0-9]{1,18})/([0-9]{1,5})", name)) and 1 <= int(m[2]) <= 65536:
+            stream = _Stream("fixed", int(m[1]), int(m[2]), demand)
+        elif (m := re.fullmatch(r"test/large/([0-9]{1,9})", name)) and int(m[1]) <= 64 << 20:
+            stream = _Stream("large", 1, int(m[1]), demand)
+        elif name == "test/never":
+            stream = _Stream("never", 0, 0, demand)
+        self.send(Subscribed(sid, stream.size if stream and stream.kind == "fixed" else 0))
+        if stream is None or name == "test/error":
+            self.send(OnError(sid, "test error" if name == "test/error" else "unknown publisher"))
+            return
+        self.streams[sid] = stream
+
+    # -- publishing --------------------------------------------------------------
+
+    def step(self, sid: int, s: _Stream) -> bool:
+        """Send at most one message for the stream; False when it has nothing to send now."""
+        if s.kind == "never":
+            return False
+        if s.done or (s.kind != "large" and s.next >= s.count):
+            del self.streams[sid]
+            self.send(OnComplete(sid))
+            return True
+        if s.kind == "range":
+            if s.demand <= 0:
+                return False
+            s.demand -= 1
+            self.send(OnNext(sid, s.next.to_bytes(8, "big")))
+            s.next += 1
+            return True
+        if s.kind == "fixed":
+            n = min(s.demand, s.count - s.next, max(1, PACK_BYTES // s.size))
+            if n <= 0:
+                return False
+            s.demand -= n
+            elements = tuple(pattern(k, s.size) for k in range(s.next, s.next + n))
+            s.next += n
+            self.send(OnNext(sid, elements[0]) if n == 1 else OnNextPacked(sid, elements), s.size)
+            return True
+        return self.step_large(sid, s)
+
+    def step_large(self, sid: int, s: _Stream) -> bool:
+        per_part = self.bug in ("parts-use-demand", "parts-as-onnext")
+        if s.next == 0 or per_part:
+            if s.demand <= 0:
+                return False
+            s.demand -= 1
+        if s.size <= PART:
+            self.send(OnNext(sid, pattern(0, s.size)))
+            s.done = True
+            return True
+        chunk = pattern(s.next, min(PART, s.size - s.next))
+        element = s.next // PART if self.bug == "mislabels-parts" else 0
+        s.next += len(chunk)
+        s.done = s.next == s.size
+        if self.bug == "parts-as-onnext":
+            self.send(OnNext(sid, chunk))
+        elif s.done:
+            self.send(OnNextLastPart(sid, element, chunk))
+        else:
+            self.send(OnNextPart(sid, element, chunk))
+        return True
+
+    async def pump(self) -> None:
+        while not self.closed:
+            await self.work.wait()
+            self.work.clear()
+            busy = True
+            while busy and not self.closed:
+                busy = False
+                for _ in range(64):
+                    sent = [self.step(sid, s) for sid, s in list(self.streams.items()) if sid in self.streams]
+                    if not any(sent):
+                        break
+                    busy = True
+                with contextlib.suppress(ConnectionError):
+                    await self.writer.drain()
+                await asyncio.sleep(0)
+
+
+class BuggyRsioServer:
+    def __init__(self, bug: str | None = None) -> None:
+        assert bug is None or bug in BUGS, bug
+        self.bug = bug
+        self.server: asyncio.base_events.Server | None = None
+        self.url = ""
+        self._tasks: set[asyncio.Task] = set()
+
+    async def start(self) -> "BuggyRsioServer":
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"tcp://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def close(self) -> None:
+        self.server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._tasks.add(asyncio.current_task())
+        conn = _Connection(self.bug, writer)
+        pump = asyncio.create_task(conn.pump())
+        try:
+            while not conn.closed:
+                data = await asyncio.wait_for(reader.read(65536), 30)
+                if not data:
+                    break
+                conn.receive(data)
+                await writer.drain()
+        except (ConnectionError, asyncio.TimeoutError):
+            pass
+        finally:
+            pump.cancel()
+            await asyncio.gather(pump, return_exceptions=True)
+            conn.closed = True
+            writer.close()
+            self._tasks.discard(asyncio.current_task())

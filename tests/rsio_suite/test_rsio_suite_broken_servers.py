@@ -1,0 +1,89 @@
+"""A suite that cannot fail proves nothing: each one-bug rsio server FAILS the right case,
+and the bug-free twin passes those same cases (and every other server-role case)."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import lru_cache
+
+import pytest
+
+from buggy_rsio import BUGS, BuggyRsioServer
+from suite_helpers import Grade, all_cases, run_case
+
+CASES = all_cases("rsio")
+SERVER_CASES = sorted(cid for cid, c in CASES.items() if c.role == "server")
+
+BUG_TO_CASE = [
+    ("past-demand", "rsio/ack-wrap/initial-demand-exact"),
+    ("past-demand", "rsio/ack-wrap/zero-initial-demand"),
+    ("past-demand", "rsio/split-message/packing-within-demand"),
+    ("ignores-cancel", "rsio/ack-wrap/cancel-stops-stream"),
+    ("accepts-request-zero", "rsio/ack-wrap/request-zero-is-error"),
+    ("parts-as-onnext", "rsio/split-message/large-element-joined"),
+    ("parts-as-onnext", "rsio/split-message/two-streams-interleaved"),
+    ("mislabels-parts", "rsio/split-message/large-element-joined"),
+    ("mislabels-parts", "rsio/split-message/large-element-1mib"),
+    ("parts-use-demand", "rsio/split-message/parts-count-once"),
+    ("wrong-version-no-goodbye", "rsio/handshake/wrong-version"),
+    ("wrong-version-no-goodbye", "rsio/handshake/wrong-version-multibyte"),
+    ("no-close-after-goodbye", "rsio/handshake/wrong-version"),
+    ("demand-wraps", "rsio/ack-wrap/demand-overflow-saturates"),
+    ("no-goodbye-reply", "rsio/error-disconnect/goodbye-answered"),
+    ("id-in-use-replaced", "rsio/error-disconnect/subscribe-on-id-in-use"),
+]
+
+
+async def _run(bug: str | None, case_id: str):
+    server = await BuggyRsioServer(bug).start()
+    try:
+        return await run_case(CASES[case_id], server.url)
+    finally:
+        await server.close()
+
+
+@lru_cache(maxsize=None)
+def _grade(bug: str | None, case_id: str):
+    """One run per (bug, case) for the whole module."""
+    return asyncio.run(_run(bug, case_id))
+
+
+async def _grade_all(case_ids: list[str]):
+    server = await BuggyRsioServer(None).start()
+    try:
+        return {cid: await run_case(CASES[cid], server.url) for cid in case_ids}
+    finally:
+        await server.close()
+
+
+def test_every_bug_has_a_case() -> None:
+    assert {bug for bug, _ in BUG_TO_CASE} == BUGS
+
+
+@pytest.mark.parametrize("bug,case_id", BUG_TO_CASE, ids=[f"{b}->{c}" for b, c in BUG_TO_CASE])
+def test_each_bug_fails_its_case(bug: str, case_id: str) -> None:
+    result = _grade(bug, case_id)
+    assert result.grade is Grade.FAILED, (result.grade, result.message, result.log.render())
+    assert result.message
+
+
+def test_close_failure_is_graded_on_its_own() -> None:
+    result = _grade("no-close-after-goodbye", "rsio/handshake/wrong-version")
+    assert result.exchange is Grade.PASSED
+    assert result.close is Grade.FAILED
+    assert "still open" in result.message
+
+
+def test_the_bug_free_twin_passes_every_server_case() -> None:
+    # Covers every case of BUG_TO_CASE, so each failure above comes from its bug alone.
+    assert {c for _, c in BUG_TO_CASE} <= set(SERVER_CASES)
+    results = asyncio.run(_grade_all(SERVER_CASES))
+    expected = {cid: (Grade.INFORMATIONAL if CASES[cid].requirement in ("INFO", "MAY") else Grade.PASSED)
+                for cid in SERVER_CASES}
+    wrong = {cid: (r.grade, r.message) for cid, r in results.items() if r.grade is not expected[cid]}
+    assert not wrong, wrong
+
+
+def test_a_bug_leaves_unrelated_cases_passing() -> None:
+    result = _grade("ignores-cancel", "rsio/split-message/fixed-size-elements")
+    assert result.grade is Grade.PASSED, result.message
