@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from functools import lru_cache
 from typing import Any
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -14,10 +15,15 @@ class ValueError_(Exception):
     """A value in a step that cannot be evaluated."""
 
 
+@lru_cache(maxsize=1024)
+def _parse(expr: str) -> ast.Expression:
+    return ast.parse(expr.lstrip("= "), mode="eval")  # cached: a repeat evaluates the same text thousands of times
+
+
 def evaluate(expr: str, names: dict[str, int]) -> int:
     """Integer arithmetic over names: '= i % 65535 + 1'.  Nothing else is allowed."""
     try:
-        tree = ast.parse(expr.lstrip("= "), mode="eval")
+        tree = _parse(expr)
     except SyntaxError as exc:
         raise ValueError_(f"not an expression: {expr!r}") from exc
 
@@ -61,9 +67,14 @@ def millis(value: int | str, params: dict[str, int]) -> int:
     return params[name] + (int(extra) if extra.strip() else 0)
 
 
+@lru_cache(maxsize=256)
+def _pattern_block(offset: int) -> bytes:
+    return bytes((offset + i) % 256 for i in range(256))
+
+
 def pattern_bytes(size: int, offset: int = 0) -> bytes:
     """Byte i is (offset + i) mod 256: the test services' pattern."""
-    block = bytes((offset + i) % 256 for i in range(256))
+    block = _pattern_block(offset % 256)  # cached: repeat steps match thousands of small payloads
     reps, rest = divmod(size, 256)
     return block * reps + block[:rest]
 
