@@ -29,6 +29,8 @@ from conformance.protocols import adapter_for
 
 ClientLauncher = Callable[[str, str], Awaitable[int]]
 STARTUP_TIMEOUT = 20.0
+#: Transports a protocol adapter speaks itself over a plain TCP connection (mc0 and mtl: ZMTP).
+TCP_CARRIED = {"zmtp": "tcp"}
 
 
 class TargetError(Exception):
@@ -123,7 +125,7 @@ class UrlTarget(Target):
         self.transport = "ws" if parts.scheme == "ws" else "tcp"
 
     def endpoint(self, protocol: str, transport: str) -> str | None:
-        return self.spec if transport == self.transport else None
+        return self.spec if TCP_CARRIED.get(transport, transport) == self.transport else None
 
 
 def free_port() -> int:
@@ -157,6 +159,7 @@ class CommandTarget(Target):
         self._procs: dict[str, tuple[subprocess.Popen, str, object]] = {}
 
     def endpoint(self, protocol: str, transport: str) -> str | None:
+        transport = TCP_CARRIED.get(transport, transport)
         if transport not in ("tcp", "ws"):
             return None
         if "{transport}" not in self.command and transport != "tcp":
