@@ -1,0 +1,8 @@
+"""mc0 reference implementation (specs/mc0-0.3.txt as pinned by PROFILES.md "mc0"), over ZMTP 3.
+
+``codec`` turns mc0 messages into ZMTP message frames and back, ``broker``
+is the sans-IO broker state machine (subscriptions, ID acknowledgements,
+ERROR on bad input, NOOP heartbeats and TTL absence), ``testkeys`` holds the
+fixed CURVE test key pairs (``testkeys.json``), and ``server``/``client`` are
+the thin asyncio carriers on top of :mod:`reference_impl.zmtp`.
+"""

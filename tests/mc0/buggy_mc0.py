@@ -1,0 +1,100 @@
+"""mc0 brokers with one switchable bug each, for proving the suite can fail.
+
+Each is the reference broker (server + sans-IO broker) with one rule turned
+off, so its bug-free twin (``bug=None``) is the reference itself and every
+failure comes from the bug alone.
+"""
+
+from __future__ import annotations
+
+from reference_impl.common.errors import CodecError
+from reference_impl.mc0 import codec
+from reference_impl.mc0.broker import KNOWN_HEADERS, Broker, Send
+from reference_impl.mc0.server import Mc0Server
+
+BUGS = {
+    "accepts-null",             # serves NULL clients although CURVE is required (the test configuration)
+    "odd-headers-crash",        # an odd header count brings the whole broker down (the orig C++ broker)
+    "odd-headers-stop-serving",  # answers ERROR to an odd header count, then serves nobody
+    "ok-after-error",           # an unknown verb with ID gets ERROR and then OK too
+    "prefix-match",             # a subscription to t also receives PUTs to t.x (ZeroMQ SUB semantics)
+    "drops-x-headers",          # MESSAGE leaves out the PUT's X- headers
+    "no-ttl-expiry",            # never finds a silent client absent
+    "no-noop",                  # never NOOPs a quiet client (a SHOULD)
+}
+
+
+class BuggyBroker(Broker):
+    def __init__(self, bug: str | None) -> None:
+        super().__init__()
+        self.bug = bug
+        self.server: BuggyServer | None = None
+        self.deaf = False
+
+    def receive(self, peer, frames, now) -> list[Send]:
+        if self.deaf:
+            return []
+        odd = _odd_headers(frames)
+        if odd and self.bug == "odd-headers-crash":
+            assert self.server is not None
+            self.server.crash()
+            return []
+        sends = super().receive(peer, frames, now)
+        if odd and self.bug == "odd-headers-stop-serving":
+            self.deaf = True
+        if self.bug == "ok-after-error" and len(frames) > 1 and frames[1] not in KNOWN_HEADERS:
+            request_id = codec.salvage_id(frames)
+            if request_id is not None:
+                sends.append(Send(peer, codec.encode_message(codec.ok(request_id))))
+        if self.bug == "drops-x-headers":
+            sends = [Send(s.peer, _without_x(s.frames)) for s in sends]
+        return sends
+
+    def matching(self, topic: bytes) -> set:
+        if self.bug != "prefix-match":
+            return super().matching(topic)
+        return {peer for t, peers in self.subscribers.items() if topic.startswith(t) for peer in peers}
+
+    def tick(self, now: float) -> list[Send]:
+        if self.bug == "no-ttl-expiry":
+            for state in self.peers.values():
+                state.last_heard = max(state.last_heard, now - (state.ttl or 0) / 2)
+        sends = super().tick(now)
+        return [] if self.bug == "no-noop" else sends
+
+
+def _odd_headers(frames: list[bytes]) -> bool:
+    try:
+        codec.decode_message(frames)
+    except CodecError as exc:
+        return exc.code == "odd-headers"
+    return False
+
+
+def _without_x(frames: list[bytes]) -> list[bytes]:
+    msg = codec.decode_message(frames)
+    if msg.verb != codec.MESSAGE:
+        return frames
+    kept = tuple((k, v) for k, v in msg.headers if not codec.is_extension(k))
+    return codec.encode_message(codec.Mc0Message(msg.verb, kept, msg.positional))
+
+
+class BuggyServer(Mc0Server):
+    def __init__(self, bug: str | None) -> None:
+        assert bug is None or bug in BUGS, bug
+        broker = BuggyBroker(bug)
+        super().__init__(broker=broker, allow_null=bug == "accepts-null")
+        broker.server = self
+
+    def crash(self) -> None:
+        """What a crashed broker process looks like from outside: every connection and the port close."""
+        if self._server is not None:
+            self._server.close()
+        for peer in list(self._peers.values()):
+            peer.writer.transport.abort()
+
+
+async def start_buggy(bug: str | None) -> BuggyServer:
+    server = BuggyServer(bug)
+    await server.start("127.0.0.1", 0)
+    return server

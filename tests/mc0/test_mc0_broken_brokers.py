@@ -1,0 +1,55 @@
+"""A suite that cannot fail proves nothing: each one-bug broker FAILS the right mc0 case, its twin passes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from buggy_mc0 import start_buggy
+from suite_helpers import Grade, all_cases, run_case
+
+CASES = all_cases("mc0")
+
+# bug, the case it must fail, words the grade's message must hold (so a user can act on it)
+BUG_TO_CASE = [
+    ("accepts-null", "mc0/handshake/null-refused", "READY (NULL"),
+    ("odd-headers-crash", "mc0/error-disconnect/odd-header-count", "closed the connection"),
+    ("odd-headers-stop-serving", "mc0/error-disconnect/odd-header-count", "nothing arrived"),
+    ("ok-after-error", "mc0/error-disconnect/unknown-verb-error-only", "mc0 OK ID='7'"),
+    ("prefix-match", "mc0/pubsub/prefix-not-delivered", "mc0 MESSAGE TOPIC='a.b'"),
+    ("drops-x-headers", "mc0/extension-index/x-headers-forwarded", "header_list"),
+    ("no-ttl-expiry", "mc0/error-disconnect/ttl-expiry-drops-subscriptions", "mc0 MESSAGE TOPIC='ttl'"),
+]
+
+
+async def _grade(bug: str | None, case_id: str):
+    server = await start_buggy(bug)
+    try:
+        return await run_case(CASES[case_id], server.url, transport="zmtp")
+    finally:
+        await server.close()
+
+
+@pytest.mark.parametrize("bug,case_id,words", BUG_TO_CASE, ids=[f"{b}->{c}" for b, c, _ in BUG_TO_CASE])
+def test_each_bug_fails_its_case(bug: str, case_id: str, words: str) -> None:
+    result = asyncio.run(_grade(bug, case_id))
+    assert result.grade is Grade.FAILED, (result.grade, result.message, result.log.render()[-3000:])
+    assert words in result.message, result.message
+
+
+@pytest.mark.parametrize("case_id", sorted({c for _, c, _ in BUG_TO_CASE} | {"mc0/error-disconnect/broker-noops-quiet-client"}))
+def test_the_same_cases_pass_without_the_bug(case_id: str) -> None:
+    # The bug-free twin passes, so each failure above comes from its bug alone.
+    result = asyncio.run(_grade(None, case_id))
+    assert result.grade is Grade.PASSED, (result.grade, result.message, result.log.render()[-3000:])
+
+
+def test_a_should_violation_is_non_strict() -> None:
+    result = asyncio.run(_grade("no-noop", "mc0/error-disconnect/broker-noops-quiet-client"))
+    assert result.grade is Grade.NON_STRICT, result.message
+
+
+def test_prefix_bug_leaves_exact_delivery_passing() -> None:
+    result = asyncio.run(_grade("prefix-match", "mc0/pubsub/put-reaches-subscriber"))
+    assert result.grade is Grade.PASSED, result.message
