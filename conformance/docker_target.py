@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from conformance.targets import ClientLauncher, Target, TargetError
+from conformance.targets import TCP_CARRIED, ClientLauncher, Target, TargetError
 
 
 class DockerTarget(Target):
@@ -31,6 +31,7 @@ class DockerTarget(Target):
 
     def endpoint(self, protocol: str, transport: str) -> str | None:
         from conformance.images.container import ContainerTarget
+        transport = TCP_CARRIED.get(transport, transport)
         if transport not in ("tcp", "ws"):
             return None
         key = (protocol, transport)
