@@ -41,22 +41,24 @@ def allure_html(results: Path, out: Path, history: Path) -> str:
     return str(out / "index.html")
 
 
-def compliance(run: Path, out: Path) -> str:
+def compliance(runs: list[Path], out: Path) -> str:
     try:
         from reports.cli import main as report_main
     except ImportError as exc:
         return f"skipped ({exc})"
-    code = report_main(["--input", str(run), "--out", str(out)])
+    code = report_main(["--input", *map(str, runs), "--out", str(out)])
     return str(out / "matrix.html") if code == 0 else f"failed (exit {code})"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--run", type=Path, required=True, help="the run folder (records.jsonl, allure-results)")
+    parser.add_argument("--also", type=Path, action="append", default=[],
+                        help="further run folders (other implementations) for the compliance matrix")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     counts = summarize(args.run / "records.jsonl")
-    report = compliance(args.run, args.out / "compliance")
+    report = compliance([args.run, *(p for p in args.also if (p / "records.jsonl").exists())], args.out / "compliance")
     allure = allure_html(args.run / "allure-results", args.out / "allure-report", args.out / "allure-history.jsonl")
     grades = sorted({g for _, g in counts})
     print("\n== conformance: cases per grade ==")

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # The main job: install, run every protocol's suite against the reference
-# implementations, then write the reports (records, JUnit, Allure HTML).
+# implementations (and the third-party pyzmq mc0 broker beside the reference
+# broker), then write the reports (records, JUnit, Allure HTML, compliance matrix).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 source scripts/setup.sh
 OUT="${OUT:-out/main}"
-rm -rf "$OUT/run"
+rm -rf "$OUT/run" "$OUT/run-pyzmq-mc0"
 set +e
-.venv/bin/conformance run all --target ref --out "$OUT/run" -- -p no:randomly
+.venv/bin/conformance run all --target ref --out "$OUT/run"
 suite=$?
+# a third-party implementation, graded side by side; its findings do not fail the main job
+.venv/bin/conformance run mc0 --impl-name pyzmq-mc0 --out "$OUT/run-pyzmq-mc0" \
+  --target "cmd:.venv/bin/python thirdparty/pyzmq_mc0_broker.py --port {port}" >"$OUT/pyzmq-mc0.log" 2>&1
+echo "third-party pyzmq mc0 broker: exit $? (log: $OUT/pyzmq-mc0.log)"
 set -e
-.venv/bin/python -m conformance.finish --run "$OUT/run" --out "$OUT"
+.venv/bin/python -m conformance.finish --run "$OUT/run" --also "$OUT/run-pyzmq-mc0" --out "$OUT"
 echo "main job: suite exit code $suite"
 exit $suite
