@@ -12,6 +12,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
+from urllib.parse import urlsplit, urlunsplit
 
 from conformance.channels import Channel, ChannelError, Deadline, TcpChannel, WsChannel
 from conformance.faultproxy import FaultProxy
@@ -27,7 +28,7 @@ DEFAULT_EXPECT_MS = 5000
 CONNECT_TIMEOUT = 5.0
 MAX_MACRO_DEPTH = 4
 WS_MAX_MESSAGE = 64 * 1024 * 1024
-_OPTION_KEYS = ("within_ms", "level", "any_of", "all_of", "allow", "unsupported_if", "closed")
+_OPTION_KEYS = ("within_ms", "level", "any_of", "all_of", "allow", "unsupported_if", "closed", "save")
 
 ClientLauncher = Callable[[str, str], Awaitable[int]]
 
@@ -95,12 +96,18 @@ class CaseRunner:
         self.close_message = ""
         self.observed: list[str] = []
         self.stream: _FrameStream | None = None
+        # named channels (`connect` / `use` steps) and values saved from matched frames (`save`)
+        self.streams: dict[str, _FrameStream] = {}
+        self.vars: dict[str, Any] = {}
+        self._target_url: str | None = None
+        self._extra: list[Any] = []  # channels and fault proxies opened by `connect`, closed with the case
 
     # -- entry points -------------------------------------------------------
 
     async def against_server(self, url: str) -> CaseResult:
         started = time.monotonic()
         proxy = None
+        self._target_url = url
         try:
             if self.case.fault:
                 proxy = await FaultProxy.start(url, self.case.fault, self.log)
@@ -114,6 +121,8 @@ class CaseRunner:
             return await self._run(channel, started)
         finally:
             await channel.close()
+            for extra in reversed(self._extra):
+                await extra.close()
             if proxy:
                 await proxy.close()
 
@@ -151,9 +160,8 @@ class CaseRunner:
         return await TcpChannel.open(url, self.log, CONNECT_TIMEOUT)
 
     async def _run(self, channel: Channel, started: float, client: asyncio.Future | None = None) -> CaseResult:
-        self.stream = _FrameStream(channel, self.adapter, self.transport)
-        if hasattr(self.stream.reader, "wirelog"):  # a session reader notes what it decrypts
-            self.stream.reader.wirelog = self.log
+        self.stream = self._new_stream(channel)
+        self.streams["main"] = self.stream
         exchange, message = Grade.PASSED, ""
         try:
             await asyncio.wait_for(self._steps(self.case.steps, {}, 0), self.case.timeout_ms / 1000)
@@ -187,10 +195,50 @@ class CaseRunner:
             return grade_for_violation(self.case.requirement), f"client exited {code}, expected {self.case.client_exit}", code
         return exchange, message, code
 
+    def _new_stream(self, channel: Channel) -> _FrameStream:
+        stream = _FrameStream(channel, self.adapter, self.transport)
+        if hasattr(stream.reader, "wirelog"):  # a session reader notes what it decrypts
+            stream.reader.wirelog = self.log
+        return stream
+
+    async def _connect(self, spec: dict[str, Any]) -> None:
+        """A further channel to the target's host on another port (e.g. MTL's data port from a 202 reply)."""
+        name, port = spec["channel"], spec["port"]
+        if self._target_url is None or not isinstance(port, int) or not 0 < port < 65536:
+            raise ValueError_(f"connect needs a server-role target and a port number, got {port!r}")
+        if name in self.streams:
+            raise ValueError_(f"channel {name!r} is already open")
+        parts = urlsplit(self._target_url)
+        url = urlunsplit((parts.scheme, f"{parts.hostname}:{port}", parts.path, parts.query, ""))
+        self.log.note(f"channel {name}: {url}")
+        if self.case.fault:
+            proxy = await FaultProxy.start(url, self.case.fault, self.log)
+            self._extra.append(proxy)
+            url = proxy.url_for(url)
+        try:
+            channel = await self._open(url)
+        except ChannelError as exc:
+            raise _Verdict(grade_for_violation(self.case.requirement), f"channel {name}: {exc}") from None
+        self._extra.append(channel)
+        self.stream = self.streams[name] = self._new_stream(channel)
+
+    def _use(self, name: str) -> None:
+        if name not in self.streams:
+            raise ValueError_(f"no channel {name!r} (open: {', '.join(self.streams)})")
+        self.log.note(f"using channel {name}")
+        self.stream = self.streams[name]
+
+    def _save(self, spec: dict[str, Any], frame: Frame) -> None:
+        for var, field_name in (spec.get("save") or {}).items():
+            if field_name not in frame.fields:
+                raise ValueError_(f"save: the matched frame has no field {field_name!r}: {frame}")
+            self.vars[var] = frame.fields[field_name]
+
     async def _steps(self, steps: list[dict[str, Any]], names: dict[str, int], depth: int) -> None:
         for step in steps:
             # a nested repeat's steps are substituted when they run, with its own variable bound too
-            step = substitute(step, names) if names and "repeat" not in step else step
+            bound = {**self.vars, **names}
+            step = substitute(step, bound) if bound and "repeat" not in step else step
             if "send" in step:
                 await self._send(step["send"])
             elif "expect" in step:
@@ -203,6 +251,10 @@ class CaseRunner:
                 await asyncio.sleep(millis(step["sleep_ms"], self.params) / 1000)
             elif "close" in step:
                 await (self.stream.channel.half_close() if step["close"] == "half" else self.stream.channel.close())
+            elif "connect" in step:
+                await self._connect(step["connect"])
+            elif "use" in step:
+                self._use(step["use"])
             elif "macro" in step:
                 if depth >= MAX_MACRO_DEPTH or step["macro"] not in self.adapter.macros:
                     raise ValueError_(f"unknown or too deeply nested macro {step['macro']!r}")
@@ -262,6 +314,7 @@ class CaseRunner:
                 ok, why = self.adapter.matches(alt, frame)
                 if ok:
                     self.observed.append(str(frame))
+                    self._save(spec, frame)
                     return
                 reasons.append(why)
             if unsupported is not None and self.adapter.matches(unsupported, frame)[0]:
