@@ -1,0 +1,139 @@
+"""MTL servers with exactly one bug each, built from the reference by overriding one method.
+
+    server = await BuggyMtlServer("content-after-dismiss").start()
+    ... server.url ...
+    await server.close()
+
+``BuggyMtlServer(None)`` is the bug-free twin (the reference with the same timers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reference_impl.common.errors import CodecError
+from reference_impl.mtl import control
+from reference_impl.mtl.codec import Confirm
+from reference_impl.mtl.connection import ControlSession, Profile
+from reference_impl.mtl.control import Reply
+from reference_impl.mtl.sasl import SCRAM_SHA_256, canonical_mechanism
+from reference_impl.mtl.server import MtlServer, Peer
+from reference_impl.mtl.service import TEST_PROFILES, Broker, BrokerOptions
+
+# the timers of the adapter's ref_params, so scenario deadlines fit
+TIMERS = dict(heartbeat_interval=1.0, heartbeat_timeout=2.5, redeliver_after=0.6)
+
+BUGS = {
+    "answers-ill-formed",      # replies 400 to control requests it cannot read (SHOULD drop them)
+    "content-after-dismiss",   # Dismiss answered 200 but the resource stays summoned
+    "ignores-multiple",        # Confirm multiple TRUE confirms only the sequence it names
+    "skips-402",               # SCRAM: 201 Ready straight after the client-first message, no challenge
+    "lease-shared",            # a lease already taken is granted again on another data connection
+    "summon-twice-ok",         # a second Summon of a summoned resource is answered 200
+    "confirm-full-on-test",    # the test profile grants confirm full instead of 501
+    "port-as-string",          # 202 carries the port as a JSON string
+    "case-sensitive-commands", # only the exact spelling Connection.Open etc. is known
+    "no-dead-peer",            # never disconnects a silent data peer
+}
+
+
+class _IllFormedAnswered(Peer):
+    def _on_request(self, frames, now):
+        try:
+            envelope, rest = control.split_envelope(frames)
+            control.decode_request(rest)
+        except CodecError:
+            envelope = frames[:frames.index(b"") + 1] if b"" in frames else [b""]
+            self.send(envelope + control.encode_reply(400))
+            return
+        super()._on_request(frames, now)
+
+
+class _SkipsChallenge(ControlSession):
+    def _authorize(self, request, now):
+        body = request.body
+        if isinstance(body, dict) and isinstance(body.get("mechanism"), str) \
+                and canonical_mechanism(body["mechanism"]) == SCRAM_SHA_256:
+            self._succeed("alice", now)
+            return self._ready()
+        return super()._authorize(request, now)
+
+
+class _PortAsString(ControlSession):
+    def _lease(self, request, now):
+        reply = super()._lease(request, now)
+        if reply.code == 202:
+            return Reply(202, {**reply.body, "port": str(reply.body["port"])})
+        return reply
+
+
+class _CaseSensitive(ControlSession):
+    KNOWN = {"Connection.Open", "Connection.Authorize", "Connection.Profile", "Connection.Reader", "Connection.Writer"}
+
+    def handle(self, request, now):
+        if request.command not in self.KNOWN:
+            return control.error_reply(400)
+        return super().handle(request, now)
+
+
+class BuggyBroker(Broker):
+    def __init__(self, bug: str | None, options: BrokerOptions) -> None:
+        super().__init__(options)
+        self.bug = bug
+
+    def control_session(self) -> ControlSession:
+        session_class = {"skips-402": _SkipsChallenge, "port-as-string": _PortAsString,
+                         "case-sensitive-commands": _CaseSensitive}.get(self.bug or "", ControlSession)
+        return session_class(self._control, self._grant)
+
+    def _on_command(self, s, cmd, now, out):
+        if self.bug == "ignores-multiple" and isinstance(cmd, Confirm):
+            cmd = Confirm(cmd.seq, False)
+        super()._on_command(s, cmd, now, out)
+
+    def _dismiss(self, s, resource):
+        if self.bug == "content-after-dismiss":
+            return 200 if resource in s.summoned else 400
+        return super()._dismiss(s, resource)
+
+    def _summon(self, s, resource):
+        if self.bug == "summon-twice-ok" and resource in s.summoned:
+            return 200
+        return super()._summon(s, resource)
+
+    def _take_lease(self, s, token):
+        grant = self.leases.get(token)
+        if self.bug == "lease-shared" and grant is not None and grant.owner is not None:
+            s.lease = grant
+            return 200
+        return super()._take_lease(s, token)
+
+
+class BuggyMtlServer:
+    def __init__(self, bug: str | None) -> None:
+        assert bug is None or bug in BUGS, bug
+        self.bug = bug
+        self.server: MtlServer | None = None
+        self.url = ""
+
+    async def start(self) -> "BuggyMtlServer":
+        timers = dict(TIMERS)
+        if self.bug == "no-dead-peer":
+            timers["heartbeat_timeout"] = None
+        profiles = TEST_PROFILES
+        if self.bug == "confirm-full-on-test":
+            profiles = tuple(replace(p, confirm_models=frozenset({"none", "full"})) if p.name == "test" else p
+                             for p in TEST_PROFILES)
+        server = MtlServer(BuggyBroker(self.bug, BrokerOptions(profiles=profiles, **timers)))
+        if self.bug == "answers-ill-formed":
+            server.peer_class = _IllFormedAnswered
+        self.server = await server.listen("127.0.0.1", 0)
+        self.url = self.server.url
+        return self
+
+    async def close(self) -> None:
+        if self.server is not None:
+            await self.server.close()
+
+
+__all__ = ["BUGS", "BuggyMtlServer", "Profile"]

@@ -1,0 +1,80 @@
+"""A suite that cannot fail proves nothing: each one-bug MTL server FAILS the right case,
+and the bug-free twin passes those same cases (and every other case)."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import lru_cache
+
+import pytest
+
+from buggy_mtl import BUGS, BuggyMtlServer
+from suite_helpers import Grade, all_cases, run_case
+
+CASES = all_cases("mtl")
+
+BUG_TO_CASE = [
+    ("content-after-dismiss", "mtl/error-disconnect/content-after-dismiss"),
+    ("ignores-multiple", "mtl/ack-wrap/confirm-multiple"),
+    ("skips-402", "mtl/handshake/scram-full-cycle"),
+    ("lease-shared", "mtl/handshake/lease-belongs-to-first-connection"),
+    ("summon-twice-ok", "mtl/error-disconnect/summon-twice"),
+    ("confirm-full-on-test", "mtl/handshake/confirm-model-unsupported"),
+    ("port-as-string", "mtl/handshake/writer-lease"),
+    ("case-sensitive-commands", "mtl/handshake/command-names-case-insensitive"),
+]
+# SHOULD-level bugs: NON-STRICT by default, a failure with --strict
+SHOULD_BUG_TO_CASE = [
+    ("answers-ill-formed", "mtl/error-disconnect/control-one-frame"),
+    ("answers-ill-formed", "mtl/error-disconnect/control-three-frames"),
+    ("answers-ill-formed", "mtl/error-disconnect/control-invalid-json"),
+    ("no-dead-peer", "mtl/error-disconnect/dead-peer"),
+]
+
+
+async def _run(bug: str | None, case_id: str):
+    server = await BuggyMtlServer(bug).start()
+    try:
+        return await run_case(CASES[case_id], server.url, transport="zmtp")
+    finally:
+        await server.close()
+
+
+@lru_cache(maxsize=None)
+def _grade(bug: str | None, case_id: str):
+    return asyncio.run(_run(bug, case_id))
+
+
+def test_every_bug_has_a_case() -> None:
+    assert {bug for bug, _ in BUG_TO_CASE + SHOULD_BUG_TO_CASE} == BUGS
+
+
+@pytest.mark.parametrize("bug,case_id", BUG_TO_CASE, ids=[f"{b}->{c}" for b, c in BUG_TO_CASE])
+def test_each_bug_fails_its_case(bug: str, case_id: str) -> None:
+    result = _grade(bug, case_id)
+    assert result.grade is Grade.FAILED, (result.grade, result.message, result.log.render()[-3000:])
+    assert result.message
+
+
+@pytest.mark.parametrize("bug,case_id", SHOULD_BUG_TO_CASE, ids=[f"{b}->{c}" for b, c in SHOULD_BUG_TO_CASE])
+def test_each_should_bug_is_non_strict_and_fails_strict(bug: str, case_id: str) -> None:
+    result = _grade(bug, case_id)
+    assert result.grade is Grade.NON_STRICT, (result.grade, result.message)
+    assert result.grade.is_failure(strict=True) and not result.grade.is_failure(strict=False)
+
+
+@pytest.mark.parametrize("case_id", sorted({c for _, c in BUG_TO_CASE + SHOULD_BUG_TO_CASE}))
+def test_the_same_cases_pass_without_the_bug(case_id: str) -> None:
+    result = _grade(None, case_id)
+    assert result.grade is Grade.PASSED, (result.grade, result.message, result.log.render()[-3000:])
+
+
+def test_answering_ill_formed_requests_still_serves() -> None:
+    # the SHOULD is broken, the MUST (the next request is served) is not
+    result = _grade("answers-ill-formed", "mtl/error-disconnect/control-one-frame")
+    assert "should have sent nothing" in result.message and "reply 400" in result.message
+
+
+def test_the_ignored_multiple_shows_as_a_redelivery() -> None:
+    result = _grade("ignores-multiple", "mtl/ack-wrap/confirm-multiple")
+    assert "payload=6f6e65" in result.message  # "one" came back
