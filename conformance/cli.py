@@ -8,6 +8,7 @@
     conformance proxy --to tcp://127.0.0.1:9000 --listen 9001 --chunk 1
     conformance report --input RUN... --out DIR
     conformance images build
+    conformance matrix --out DIR
 """
 
 from __future__ import annotations
@@ -152,15 +153,32 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--cut-after", type=int, default=None)
     proxy.add_argument("--direction", choices=["to-target", "from-target", "both"], default="to-target")
 
-    report = sub.add_parser("report", help="compliance reports from result records (PySpark)")
-    report.add_argument("rest", nargs=argparse.REMAINDER)
-    images = sub.add_parser("images", help="build and list implementation images")
-    images.add_argument("rest", nargs=argparse.REMAINDER)
+    # listed for --help; their arguments are parsed by the commands themselves (see DELEGATED)
+    sub.add_parser("report", help="compliance reports from result records (PySpark): report --help")
+    sub.add_parser("images", help="build and list implementation images: images --help")
+    sub.add_parser("matrix", help="every image x protocol x case, re-running failed pairs: matrix --help")
     return parser
+
+
+def _delegated(name: str):
+    if name == "report":
+        from reports.cli import main
+    elif name == "images":
+        from conformance.images.cli import main
+    else:
+        from conformance.images.matrix import main
+    return main
+
+
+DELEGATED = ("report", "images", "matrix")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] and argv[0] in DELEGATED:
+        # before argparse: these commands own their whole command line (argparse.REMAINDER
+        # would refuse one that starts with an option)
+        return _delegated(argv[0])(argv[1:])
     extra: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
@@ -177,12 +195,6 @@ def main(argv: list[str] | None = None) -> int:
         return check_main(args.rest)
     if args.command == "proxy":
         return _proxy(args)
-    if args.command == "report":
-        from reports.cli import main as report_main
-        return report_main(args.rest)
-    if args.command == "images":
-        from conformance.images.cli import main as images_main
-        return images_main(args.rest)
     return 2
 
 

@@ -132,3 +132,10 @@ def test_strict_fails_on_non_strict(tmp_path: Path, strict: bool, code: int) -> 
     assert result.returncode == code, result.stdout[-2000:]
     graded = [r for r in records(tmp_path) if r["transport"] == "tcp"]
     assert [r["grade"] for r in graded] == ["NON-STRICT"]
+
+
+@pytest.mark.parametrize("command", [["report", "--input"], ["matrix", "--out"], ["images", "--help"]])
+def test_delegated_commands_own_their_options(command: list[str], tmp_path: Path) -> None:
+    # argparse.REMAINDER would refuse a command line that starts with an option
+    result = run(command + [str(tmp_path / "nowhere")] if command[1] != "--help" else command, timeout=120)
+    assert "unrecognized arguments" not in result.stderr, result.stderr
