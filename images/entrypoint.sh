@@ -45,6 +45,11 @@ server)
     if [ -n "${CURVE_SECRET_FILE:-}" ]; then
         set -- "$@" --curve-secret "$CURVE_SECRET_FILE"
     fi
+    case "${ZMTP_MECHANISM:-CURVE}" in
+    CURVE) ;;
+    NULL) set -- "$@" --null ;;  # the reference broker then accepts NULL clients beside CURVE ones
+    *) say "ZMTP_MECHANISM must be CURVE or NULL, not $ZMTP_MECHANISM"; exit 2 ;;
+    esac
     say "ROLE=server PROTOCOL=$PROTOCOL PORT=$PORT TRANSPORT=${TRANSPORT:-tcp}"
     exec conformance "$@"
     ;;

@@ -1,4 +1,5 @@
-"""`conformance images build`: base image, packages, project wheel, one reference image per protocol.
+"""`conformance images build`: base image, packages, the third-party images, project wheel, one
+reference image per protocol.
 
 Every step is cached by the hash of its inputs, so a warm run with nothing
 changed builds nothing and takes seconds.
@@ -17,6 +18,7 @@ from conformance.images.layout import require_checkout
 from conformance.images.packages import ensure_packages, image_requirements
 from conformance.images.reference import ensure_reference_image
 from conformance.images.results import BuildOutcome, ImageBuildError, Log
+from conformance.images.thirdparty import available_peers, ensure_peer_image
 from conformance.images.wheel import build_project_wheel
 
 
@@ -27,7 +29,8 @@ def default_protocols() -> list[str]:
 
 
 def build_images(protocols: list[str] | None = None, *, force: bool = False, project_dir: Path | None = None,
-                 log: Log = print) -> list[BuildOutcome]:
+                 log: Log = print, thirdparty: bool = True) -> list[BuildOutcome]:
+    """The reference images of PROTOCOLS (default: all) last, after the third-party images of those protocols."""
     project_dir = project_dir or require_checkout()
     protocols = default_protocols() if protocols is None else protocols
     _check_known(protocols)
@@ -41,6 +44,10 @@ def build_images(protocols: list[str] | None = None, *, force: bool = False, pro
         if not protocols:
             log("no protocol has an adapter yet: only the base image and packages were prepared")
             return outcomes
+        for peer in (available_peers(project_dir, protocols) if thirdparty else []):
+            outcome = ensure_peer_image(client, peer, base_image=base_image, base_hash=base_hash,
+                                        packages=packages, project_dir=project_dir, force=force)
+            outcomes.append(_report(outcome, log))
         with tempfile.TemporaryDirectory(prefix="conformance-wheel-") as wheel_dir:
             started = time.monotonic()
             wheel = build_project_wheel(project_dir, Path(wheel_dir))

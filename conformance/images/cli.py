@@ -21,9 +21,9 @@ def main(argv: list[str]) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="conformance images",
-                                     description="Build and list the reference implementations' docker images.")
+                                     description="Build and list the implementation images (reference and third-party).")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
-    build = commands.add_parser("build", help="build (or reuse) the base image and the reference images")
+    build = commands.add_parser("build", help="build (or reuse) the base image, the third-party and the reference images")
     build.add_argument("--protocol", action="append", dest="protocols", metavar="P",
                        help="only this protocol's image (repeatable); default: every protocol with an adapter")
     build.add_argument("--force", action="store_true", help="rebuild everything, ignoring every cache")

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 
 from docker.errors import DockerException, ImageNotFound, NotFound
 
+from conformance.images.layout import RUN_LABEL, RUN_LABEL_ENV
+
 # Ryuk, testcontainers' reaper, is an image pulled from a registry: unreachable here,
 # and unneeded since every container is removed by the object that started it.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -72,7 +74,10 @@ class _Run:
     def __init__(self, image: str, env: Mapping[str, str], volumes: Mapping[str, str] | None) -> None:
         self.image = image
         try:
-            self._container = DockerContainer(image).with_kwargs(network_mode="host")
+            kwargs: dict[str, object] = {"network_mode": "host"}
+            if os.environ.get(RUN_LABEL_ENV):  # lets whoever started this run find its containers
+                kwargs["labels"] = {RUN_LABEL: os.environ[RUN_LABEL_ENV]}
+            self._container = DockerContainer(image).with_kwargs(**kwargs)
         except DockerException as exc:
             raise ContainerStartError(f"no docker engine answers ({exc}); start one with "
                                       "`bash scripts/docker-engine.sh`") from exc

@@ -10,8 +10,18 @@ IMAGES_DIR = CHECKOUT / "images"
 LABEL_HASH = "org.protocol-conformance.content-hash"
 LABEL_KIND = "org.protocol-conformance.kind"
 LABEL_PROTOCOL = "org.protocol-conformance.protocol"
+# Public labels any implementation image may carry (docs/image-contract.md): what `conformance matrix` runs.
+LABEL_PROTOCOLS = "conformance.protocols"  # comma-separated, e.g. "mc0" or "stmp,rsio"
+LABEL_ROLES = "conformance.roles"  # "server", "client" or "server,client" (the default)
+# conformance.params.<protocol> = "heartbeat_interval_ms=5000,heartbeat_timeout_ms=15000": the image's timers.
+LABEL_PARAMS_PREFIX = "conformance.params."
+# Set on every container started while this variable is in the environment (conformance matrix uses it
+# to remove, by their label, the containers of a run it had to kill).
+RUN_LABEL = "org.protocol-conformance.run"
+RUN_LABEL_ENV = "CONFORMANCE_RUN_LABEL"
 BASE_REPOSITORY = "conformance-base"
 REFERENCE_PREFIX = "conformance-ref-"
+THIRDPARTY_PREFIX = "conformance-thirdparty-"
 
 
 def require_checkout() -> Path:
