@@ -1,0 +1,95 @@
+"""Read records.jsonl files into one DataFrame, numbering lines and validating.
+
+Every non-blank line becomes one row carrying its source file and 1-based
+line number, an ``error`` (NULL when the record is valid) and the record's
+fields typed per the schema. Invalid rows stay in the frame so they can be
+counted and reported; nothing is dropped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from reports.record_schema import JSON_OPTIONS, field_columns, fields_struct, record_error
+
+RAW_CHARS_KEPT = 300
+
+
+def local_path(uri: Column) -> Column:
+    """Spark's file URI (``file:/a%20b+c``) as a plain path; other schemes stay URIs."""
+    # url_decode turns '+' into a space; a '+' in a path URI is literal.
+    decoded = F.url_decode(F.replace(uri, F.lit("+"), F.lit("%2B")))
+    return F.when(decoded.startswith("file:"), F.regexp_replace(decoded, r"^file:(//)?", "")).otherwise(decoded)
+
+
+def _numbered_lines(spark: SparkSession, files: list[Path]) -> DataFrame:
+    """Text lines with (file, line number), computed without a per-file sort.
+
+    Within one scanned chunk of a file, monotonically_increasing_id counts up
+    by one per line, so a line's number is the lines in earlier chunks of its
+    file plus its offset in its own chunk. Only the per-chunk counts (a few
+    rows per file) are shuffled.
+    """
+    lines = spark.read.text([str(f) for f in files]).select(
+        F.col("_metadata.file_path").alias("uri"),
+        F.col("_metadata.file_block_start").alias("blockStart"),
+        F.monotonically_increasing_id().alias("rowId"),
+        F.col("value"),
+    )
+    earlier_chunks = Window.partitionBy("uri").orderBy("blockStart").rowsBetween(Window.unboundedPreceding, -1)
+    chunks = (
+        lines.groupBy("uri", "blockStart")
+        .agg(F.count(F.lit(1)).alias("chunkLines"), F.min("rowId").alias("firstRowId"))
+        .withColumn("linesBefore", F.coalesce(F.sum("chunkLines").over(earlier_chunks), F.lit(0)))
+        .drop("chunkLines")
+    )
+    return lines.join(F.broadcast(chunks), ["uri", "blockStart"]).select(
+        local_path(F.col("uri")).alias("sourceFile"),
+        (F.col("linesBefore") + F.col("rowId") - F.col("firstRowId") + 1).alias("line"),
+        F.col("value"),
+    )
+
+
+def _spark_type(field_schema: dict[str, Any], root: dict[str, Any]) -> str:
+    if "$ref" in field_schema:
+        field_schema = root["$defs"][field_schema["$ref"].removeprefix("#/$defs/")]
+    if "oneOf" in field_schema:
+        options = [_spark_type(o, root) for o in field_schema["oneOf"]]
+        return next((o for o in options if o != "void"), "string")
+    types = field_schema.get("type", "string")
+    types = [t for t in (types if isinstance(types, list) else [types]) if t != "null"] or ["null"]
+    return {"integer": "bigint", "number": "double", "string": "string", "null": "void"}.get(types[0], "string")
+
+
+def read_records(spark: SparkSession, files: list[Path], schema: dict[str, Any]) -> DataFrame:
+    if not files:
+        raise ValueError("no records files to read")
+    lines = _numbered_lines(spark, files).where(F.trim("value") != "")
+    staged = lines.withColumn("_f", F.from_json("value", fields_struct(schema), JSON_OPTIONS))
+    for columns in field_columns(schema, "_f", "value"):
+        staged = staged.select("*", *columns)
+    typed = [
+        (F.col(f"_s_{name}") if kind == "string" else F.try_variant_get(F.col("_f")[name], "$", kind)).alias(name)
+        for name, kind in (
+            (n, _spark_type(fs, schema).replace("void", "string")) for n, fs in schema["properties"].items()
+        )
+    ]
+    time_text = F.col("_s_time")
+    ts = F.try_to_timestamp(time_text)
+    # The pattern admits strings such as month 13; format: date-time rejects them.
+    bad_time = F.when(
+        time_text.isNotNull() & ts.isNull(), F.format_string("field 'time' \"%s\": not a valid date-time", time_text)
+    )
+    return staged.select(
+        "sourceFile",
+        "line",
+        F.regexp_replace("sourceFile", r"/[^/]*$", "").alias("runDir"),
+        F.nullif(F.concat_ws("; ", record_error(schema, "_f", "value"), bad_time), F.lit("")).alias("error"),
+        *typed,
+        ts.alias("ts"),
+        F.substring("value", 1, RAW_CHARS_KEPT).alias("raw"),
+    )

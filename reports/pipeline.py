@@ -1,0 +1,258 @@
+"""The report job: records and Allure results in, tables, summary.json and matrix.html out.
+
+All per-record work happens in Spark. The driver collects only small
+aggregates, each marked "Collected:" below, to write summary.json and the
+HTML page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from conformance.paths import docs_dir, specs_dir
+from reports import tables
+from reports.allure_results import allure_by_case, allure_summary, read_allure_results
+from reports.baseline import baseline_records
+from reports.catalogue import load_catalogues
+from reports.coverage import Coverage, coverage
+from reports.grades import COUNT_COLUMN, worst_level
+from reports.html_matrix import FindingList, ImplementationRow, MatrixPage, render
+from reports.inputs import InputSet, discover
+from reports.load_records import read_records
+from reports.outputs import write_json, write_table
+from reports.page_model import protocol_matrices
+from reports.record_schema import load_schema
+
+INVALID_IN_SUMMARY = 100
+FINDINGS_SHOWN = 500
+MESSAGE_CHARS_SHOWN = 300
+BASELINE_COLUMNS = ["protocol", "case", "implementation", "baselineRun", "baselineGrade", "run", "grade", "message"]
+FLAKY_COLUMNS = ["protocol", "case", "implementation", "implementationVersion", "runs", "grades"]
+PAGE_COLUMNS = [
+    "protocol",
+    "family",
+    "case",
+    "requirement",
+    "implementation",
+    "grade",
+    "spec",
+    "specRef",
+    "wirelog",
+    "runDir",
+    "attachments",
+]
+_COVERAGE_SCHEMA = (
+    "protocol string, status string, spec string, mustTotal int, mustCovered int, mustUntestable int, "
+    "coverage double, uncovered array<string>, reason string"
+)
+
+
+class InputError(ValueError):
+    pass
+
+
+@dataclass
+class ReportOptions:
+    inputs: list[str]
+    out: Path
+    baseline: str | None = None
+    requirements_dir: Path | None = field(default_factory=lambda: docs_dir() / "requirements")
+    # specRef file parts ("specs/stmp.txt") are relative to this folder.
+    spec_root: Path | None = field(default_factory=lambda: specs_dir().parent)
+
+
+@dataclass
+class _Finding:
+    """A findings table: written whole, summarised by its count and first rows."""
+
+    page: FindingList
+    first: list[dict[str, Any]]
+
+    def summary(self) -> dict[str, Any]:
+        return {"count": self.page.total, "first": self.first}
+
+
+class _Cache:
+    """Frames read more than once (written, then summarised) are computed once."""
+
+    def __init__(self) -> None:
+        self.frames: list[DataFrame] = []
+
+    def keep(self, frame: DataFrame) -> DataFrame:
+        self.frames.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+        return frame
+
+    def release(self) -> None:
+        for frame in self.frames:
+            frame.unpersist()
+
+
+def run_report(spark: SparkSession, options: ReportOptions) -> dict[str, Any]:
+    found = discover(options.inputs)
+    if found.missing:
+        raise InputError("inputs not found: " + ", ".join(found.missing))
+    if not found.records_files:
+        raise InputError("no records.jsonl or .jsonl file in the inputs")
+    out = options.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    cache = _Cache()
+    try:
+        return _Report(spark, options, found, out, cache).build()
+    finally:
+        cache.release()
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _finding(title: str, frame: DataFrame, columns: list[str]) -> _Finding:
+    # Collected: the count and at most FINDINGS_SHOWN rows of a findings table.
+    total = frame.count()
+    rows = [r.asDict() for r in frame.orderBy(*columns[:3]).limit(FINDINGS_SHOWN).collect()]
+    shown = [[_cell_text(r[c]) for c in columns] for r in rows]
+    return _Finding(FindingList(title, columns, shown, total), rows)
+
+
+def _implementations(compliance_rows: list[Any]) -> list[dict[str, Any]]:
+    by_impl: dict[str, list[Any]] = {}
+    for row in compliance_rows:
+        by_impl.setdefault(row.implementation, []).append(row)
+    return [
+        {
+            "implementation": name,
+            "version": ", ".join(sorted({r.implementationVersion for r in rows})),
+            "level": worst_level([r.level for r in rows]),
+            "cases": sum(r.cases for r in rows),
+            "grades": {g: sum(r[c] for r in rows) for g, c in COUNT_COLUMN.items()},
+            "protocols": {r.protocol: r.level for r in rows},
+        }
+        for name, rows in sorted(by_impl.items())
+    ]
+
+
+class _Report:
+    def __init__(self, spark: SparkSession, options: ReportOptions, found: InputSet, out: Path, cache: _Cache) -> None:
+        self.spark, self.options, self.found, self.out, self.cache = spark, options, found, out, cache
+        self.schema = load_schema()
+        self.outputs: dict[str, dict[str, str]] = {}
+
+    def _write(self, name: str, frame: DataFrame) -> None:
+        self.outputs[name] = write_table(frame, self.out, name)
+
+    def build(self) -> dict[str, Any]:
+        keep = self.cache.keep
+        records = keep(read_records(self.spark, self.found.records_files, self.schema))
+        valid = records.where(F.col("error").isNull())
+        invalid = records.where(F.col("error").isNotNull()).select("sourceFile", "line", "error", "raw")
+        allure_link, allure_stats = None, allure_summary(None)
+        if self.found.allure_files:
+            allure = keep(read_allure_results(self.spark, self.found.allure_files))
+            allure_link, allure_stats = allure_by_case(allure), allure_summary(allure)
+
+        matrix = keep(tables.matrix(valid, allure_link))
+        compliance = keep(tables.compliance(matrix))
+        runs = keep(tables.runs(valid))
+        flaky = keep(tables.flaky(valid))
+        for name, frame in [
+            ("matrix", matrix),
+            ("compliance", compliance),
+            ("runs", runs),
+            ("flaky", flaky),
+            ("durations", tables.durations(valid)),
+            ("invalid_records", invalid),
+        ]:
+            self._write(name, frame)
+        against_baseline = self._baseline_findings(matrix, valid)
+        flaky_finding = _finding("Flaky cases (grade changed between runs of one version)", flaky, FLAKY_COLUMNS)
+        must_coverage = coverage(self.spark, valid, load_catalogues(self.options.requirements_dir))
+        self._write("coverage", self.spark.createDataFrame([c.as_row() for c in must_coverage], _COVERAGE_SCHEMA))
+
+        # Collected: the valid/invalid counts (two rows), the runs count, one
+        # row per implementation x protocol, and the first invalid records.
+        counts = {r.ok: r["count"] for r in records.groupBy(F.col("error").isNull().alias("ok")).count().collect()}
+        compliance_rows = compliance.collect()
+        invalid_rows = invalid.orderBy("sourceFile", "line").limit(INVALID_IN_SUMMARY).collect()
+        implementations = _implementations(compliance_rows)
+        summary: dict[str, Any] = {
+            "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+            "inputs": self.options.inputs,
+            "records": {
+                "valid": counts.get(True, 0),
+                "invalid": counts.get(False, 0),
+                "files": len(self.found.records_files),
+            },
+            "runs": runs.count(),
+            "invalidRecords": [{"file": r.sourceFile, "line": r.line, "error": r.error} for r in invalid_rows],
+            "allure": allure_stats,
+            "implementations": implementations,
+            "gradeCounts": {g: sum(i["grades"][g] for i in implementations) for g in COUNT_COLUMN},
+            "coverage": [c.as_row() for c in must_coverage],
+            "baseline": self.options.baseline,
+            "regressions": against_baseline["regressions"].summary() if against_baseline else {"count": 0, "first": []},
+            "newPasses": against_baseline["new_passes"].summary() if against_baseline else {"count": 0, "first": []},
+            "flaky": flaky_finding.summary(),
+            "outputs": {
+                "matrixHtml": str(self.out / "matrix.html"),
+                "summaryJson": str(self.out / "summary.json"),
+                "parquet": str(self.out / "parquet"),
+                "json": str(self.out / "json"),
+                "tables": self.outputs,
+            },
+        }
+        write_json(self.out / "summary.json", summary)
+        findings = [f.page for f in [*against_baseline.values(), flaky_finding]]
+        self._write_page(matrix, summary, compliance_rows, must_coverage, findings)
+        return summary
+
+    def _baseline_findings(self, matrix: DataFrame, valid: DataFrame) -> dict[str, _Finding]:
+        given = self.options.baseline
+        if not given:
+            return {}
+        base = baseline_records(self.spark, given, valid, self.schema)
+        found = {}
+        for name, frame, title in [
+            ("regressions", tables.regressions(matrix, base), f"Regressions against baseline {given}"),
+            ("new_passes", tables.new_passes(matrix, base), f"New passes against baseline {given}"),
+        ]:
+            frame = self.cache.keep(frame)
+            self._write(name, frame)
+            found[name] = _finding(title, frame, BASELINE_COLUMNS)
+        return found
+
+    def _write_page(
+        self,
+        matrix: DataFrame,
+        summary: dict[str, Any],
+        compliance_rows: list[Any],
+        must_coverage: list[Coverage],
+        findings: list[FindingList],
+    ) -> None:
+        # Collected: the matrix itself, one row per implementation x case,
+        # which is what the page shows; every other table stays in Spark.
+        message = F.substring("message", 1, MESSAGE_CHARS_SHOWN).alias("message")
+        cells = matrix.select(*PAGE_COLUMNS, message).collect()
+        notes = {(r.protocol, r.implementation): f"{r.implementationVersion}, {r.level}" for r in compliance_rows}
+        page = MatrixPage(
+            generated=summary["generated"],
+            records=summary["records"]["valid"],
+            invalid=summary["records"]["invalid"],
+            runs=summary["runs"],
+            implementations=[
+                ImplementationRow(i["implementation"], i["version"], i["level"], i["cases"], i["grades"])
+                for i in summary["implementations"]
+            ],
+            coverage=must_coverage,
+            matrices=protocol_matrices(cells, self.options.spec_root, self.out, notes),
+            findings=findings,
+        )
+        (self.out / "matrix.html").write_text(render(page), encoding="utf-8")

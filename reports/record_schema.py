@@ -1,0 +1,220 @@
+"""Turn conformance/schemas/record.schema.json into Spark SQL checks.
+
+The checks are derived from the schema file rather than written by hand so
+the job and the schema cannot drift apart. Only the JSON Schema keywords the
+record schema uses are understood; any other keyword raises, because ignoring
+it would silently accept records the schema rejects.
+
+Values arrive as Spark VARIANTs (``try_parse_json``), which keep the JSON
+type of every field: the plain JSON reader would turn the number 1 into the
+string "1" and so could not tell an ill-typed field from a good one.
+
+The checks are built as SQL text: composing them from Column objects costs
+thousands of round trips to the JVM for the same expression.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+_ANNOTATIONS = {"title", "description", "format", "$comment", "default", "examples", "$id", "$schema"}
+_FIELD_KEYWORDS = {"type", "const", "enum", "minLength", "minimum", "pattern", "$ref", "oneOf"} | _ANNOTATIONS
+_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_INT_TYPES = "('BIGINT', 'INT', 'SMALLINT', 'TINYINT')"
+_NUMBER = "({t} IN {ints} OR {t} LIKE 'DECIMAL%' OR {t} IN ('DOUBLE', 'FLOAT'))"
+
+
+def default_schema_path() -> Path:
+    return Path(str(resources.files("conformance").joinpath("schemas/record.schema.json")))
+
+
+def load_schema(path: Path | None = None) -> dict[str, Any]:
+    schema = json.loads((path or default_schema_path()).read_text(encoding="utf-8"))
+    unknown = set(schema) - _FIELD_KEYWORDS - {"required", "properties", "additionalProperties", "$defs"}
+    if unknown or schema.get("type") != "object" or schema.get("additionalProperties", True) is not True:
+        raise ValueError(f"record schema uses unsupported top-level keywords or shape: {sorted(unknown)}")
+    for name in schema["properties"]:
+        if not _FIELD_NAME.match(name):
+            raise ValueError(f"field name {name!r} cannot be used in a JSON path")
+    return schema
+
+
+def sql_string(text: str) -> str:
+    """A Spark SQL string literal (backslash escapes are on by default)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if ref is None:
+        return schema
+    if not ref.startswith("#/$defs/"):
+        raise ValueError(f"unsupported $ref {ref!r}")
+    return _resolve(root["$defs"][ref.removeprefix("#/$defs/")], root)
+
+
+class _Field:
+    """SQL for one field: its variant in the parsed struct and its helper columns."""
+
+    def __init__(self, name: str, fields: str) -> None:
+        self.variant = f"`{fields}`.`{name}`"
+        self.type, self.text, self.number = (f"`_{k}_{name}`" for k in "tsn")
+        self.shown = f"substring(to_json({self.variant}), 1, 80)"
+
+    def type_is(self, json_type: str) -> str:
+        t = self.type
+        number = _NUMBER.format(t=t, ints=_INT_TYPES)
+        match json_type:
+            case "string":
+                return f"{t} = 'STRING'"
+            case "number":
+                return number
+            case "integer":
+                # JSON Schema counts 1.0 as an integer.
+                return f"({t} IN {_INT_TYPES} OR ({number} AND {self.number} = floor({self.number})))"
+            case "null":
+                return f"{t} = 'VOID'"
+            case "boolean":
+                return f"{t} = 'BOOLEAN'"
+            case "object":
+                return f"{t} LIKE 'OBJECT%'"
+            case "array":
+                return f"{t} LIKE 'ARRAY%'"
+        raise ValueError(f"unsupported JSON type {json_type!r}")
+
+    def equals(self, value: Any) -> str:
+        if value is None:
+            return self.type_is("null")
+        if isinstance(value, bool):
+            raise ValueError("boolean const/enum values are not supported")
+        if isinstance(value, str):
+            return f"({self.type} = 'STRING' AND {self.text} = {sql_string(value)})"
+        return f"({self.type_is('number')} AND {self.number} = {float(value)!r})"
+
+
+def _json_types(schema: dict[str, Any], root: dict[str, Any]) -> set[str]:
+    """The JSON types a field may take, to know which typed views it needs."""
+    schema = _resolve(schema, root)
+    types: set[str] = set()
+    if "type" in schema:
+        types |= set(schema["type"] if isinstance(schema["type"], list) else [schema["type"]])
+    for value in [*schema.get("enum", []), *([schema["const"]] if "const" in schema else [])]:
+        types.add("string" if isinstance(value, str) else "null" if value is None else "number")
+    for option in schema.get("oneOf", []):
+        types |= _json_types(option, root)
+    return types
+
+
+def _violations(schema: dict[str, Any], root: dict[str, Any], f: _Field) -> list[tuple[str, str]]:
+    """(SQL condition true when violated, reason) pairs, in the order they are reported."""
+    schema = _resolve(schema, root)
+    unknown = set(schema) - _FIELD_KEYWORDS
+    if unknown:
+        raise ValueError(f"unsupported schema keywords {sorted(unknown)}")
+    found: list[tuple[str, str]] = []
+    if "oneOf" in schema:
+        holds = [_all_hold(_violations(option, root, f)) for option in schema["oneOf"]]
+        matched = " + ".join(f"(CASE WHEN {h} THEN 1 ELSE 0 END)" for h in holds)
+        found.append((f"({matched}) != 1", "matches none (or several) of its allowed forms"))
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        found.append((f"NOT ({' OR '.join(f.type_is(t) for t in types)})", f"expected {' or '.join(types)}"))
+    if "const" in schema:
+        found.append((f"NOT {f.equals(schema['const'])}", f"must be {json.dumps(schema['const'])}"))
+    if "enum" in schema:
+        ok = " OR ".join(f.equals(v) for v in schema["enum"])
+        found.append((f"NOT ({ok})", "must be one of " + ", ".join(map(str, schema["enum"]))))
+    if "minLength" in schema:
+        n = int(schema["minLength"])
+        found.append((f"({f.type} = 'STRING' AND char_length({f.text}) < {n})", f"shorter than {n}"))
+    if "minimum" in schema:
+        m = float(schema["minimum"])
+        found.append((f"({f.type_is('number')} AND {f.number} < {m!r})", f"less than {schema['minimum']}"))
+    if "pattern" in schema:
+        found.append(
+            (
+                f"({f.type} = 'STRING' AND NOT {f.text} RLIKE {sql_string(schema['pattern'])})",
+                "does not match the required pattern",
+            )
+        )
+    return found
+
+
+def _all_hold(violations: list[tuple[str, str]]) -> str:
+    return "(" + " AND ".join(f"NOT coalesce({v}, true)" for v, _ in violations) + ")" if violations else "true"
+
+
+# Spark's JSON reader accepts single quotes and NaN by default; JSON does not.
+JSON_OPTIONS = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
+
+
+def fields_struct(schema: dict[str, Any]) -> str:
+    """DDL for from_json: every declared field as a VARIANT.
+
+    One from_json call (with JSON_OPTIONS) splits a line into its fields; a JSON null arrives as
+    a VARIANT null (type VOID) and a missing field as SQL NULL, so presence
+    and type are both still known. Invalid JSON and non-objects arrive with
+    every field NULL.
+    """
+    return "struct<" + ", ".join(f"`{name}`: variant" for name in schema["properties"]) + ">"
+
+
+def field_columns(schema: dict[str, Any], fields: str, raw: str) -> list[list[Column]]:
+    """Columns to add, one select per inner list, before ``record_error`` can run.
+
+    Each field's JSON type, text and number are computed once in their own
+    projection, and whether the record is valid in the next: inlined into
+    the checks they would be repeated in every branch.
+    """
+    # JSON parsers stop after the first value, so '{...} junk' and two records
+    # run together would pass; wrapped in brackets they are not one array element.
+    views: list[Column] = [F.expr(f"coalesce(json_array_length('[' || `{raw}` || ']') = 1, false)").alias("_single")]
+    for name, field_schema in schema["properties"].items():
+        f = _Field(name, fields)
+        types = _json_types(field_schema, schema)
+        views.append(F.expr(f"schema_of_variant({f.variant})").alias(f"_t_{name}"))
+        views.append(F.expr(f"try_variant_get({f.variant}, '$', 'string')").alias(f"_s_{name}"))
+        if types & {"number", "integer"}:
+            views.append(F.expr(f"try_variant_get({f.variant}, '$', 'double')").alias(f"_n_{name}"))
+    required = set(schema.get("required", []))
+    holds = []
+    for name, field_schema in schema["properties"].items():
+        f = _Field(name, fields)
+        present = f"{f.variant} IS NOT NULL"
+        rules = _all_hold(_violations(field_schema, schema, f))
+        holds.append(f"({present} AND {rules})" if name in required else f"(NOT ({present}) OR {rules})")
+    valid = F.expr(" AND ".join(["`_single`", *holds])).alias("_valid")
+    return [views, [valid]]
+
+
+def record_error(schema: dict[str, Any], fields: str, raw: str) -> Column:
+    """NULL for a valid record, else every reason it is invalid joined by '; '.
+
+    Needs the columns of ``field_columns`` in the frame. The reasons are
+    only worked out for invalid records, which are rare.
+    """
+    required = set(schema.get("required", []))
+    errors = []
+    for name, field_schema in schema["properties"].items():
+        f = _Field(name, fields)
+        branches = []
+        for violated, reason in _violations(field_schema, schema, f):
+            template = sql_string(f"field {name!r} %s: " + reason.replace("%", "%%"))
+            branches.append(f"WHEN coalesce({violated}, true) THEN format_string({template}, {f.shown})")
+        missing = sql_string(f"missing required field {name!r}") if name in required else "NULL"
+        errors.append(f"CASE WHEN {f.variant} IS NULL THEN {missing} {' '.join(branches)} END")
+    parsed = f"try_parse_json(`{raw}`)"
+    return F.expr(
+        f"CASE WHEN `_valid` THEN NULL "
+        f"WHEN NOT `_single` OR {parsed} IS NULL THEN 'not valid JSON' "
+        f"WHEN schema_of_variant({parsed}) NOT LIKE 'OBJECT%' "
+        f"THEN format_string('not a JSON object (got %s)', lower(schema_of_variant({parsed}))) "
+        f"ELSE nullif(concat_ws('; ', {', '.join(errors)}), '') END"
+    )

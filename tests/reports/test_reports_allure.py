@@ -1,0 +1,131 @@
+"""The Allure 3 report: categories, history across two generations, the matrix link."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from report_fixtures import allure_result
+
+from reports import allure
+
+
+@pytest.fixture(scope="module")
+def allure_cli() -> None:
+    try:
+        allure._npx(allure.PROJECT_ROOT)
+    except allure.AllureUnavailable as exc:
+        pytest.skip(f"Allure 3 CLI not available: {exc}")
+
+
+def _results(folder: Path, ok_status: str) -> Path:
+    folder.mkdir(parents=True)
+    ok_message = "" if ok_status == "passed" else "conformance.plugin.CaseFailed: FAILED: no version reply"
+    cases = [
+        allure_result("stmp/handshake/version-ok", f"ok-{ok_status}", ok_status, ok_message, 0, 0),
+        allure_result(
+            "stmp/handshake/version-unsupported",
+            f"unsup-{ok_status}",
+            "failed",
+            "conformance.plugin.CaseFailed: FAILED: server accepted version 9.9",
+            1,
+            1,
+        ),
+        allure_result(
+            "stmp/ping/interval",
+            f"interval-{ok_status}",
+            "passed",
+            "",
+            0,
+            0,
+            labels=[{"name": "tag", "value": "NON-STRICT"}],
+        ),
+        allure_result(
+            "stmp/ping/feature",
+            f"feature-{ok_status}",
+            "skipped",
+            "Skipped: UNSUPPORTED: the target declares no heartbeat",
+            0,
+            0,
+        ),
+    ]
+    for case in cases:
+        (folder / f"{case['uuid']}-result.json").write_text(json.dumps(case), encoding="utf-8")
+    return folder
+
+
+def _test_result(report_dir: Path, name: str) -> dict:
+    for path in (report_dir / "data" / "test-results").glob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data["name"] == name:
+            return data
+    raise AssertionError(f"no test result named {name}")
+
+
+def test_report_keeps_history_and_trend_across_generations(allure_cli, tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    matrix = tmp_path / "reports" / "matrix.html"
+    report = tmp_path / "report"
+    first = allure.generate(
+        [_results(tmp_path / "run1" / "allure-results", "failed")], report, history, matrix_page=str(matrix)
+    )
+    first_uuid = json.loads((report / "summary.json").read_text(encoding="utf-8"))["meta"]["reportId"]
+    # The same output folder again: the old report is replaced, not nested.
+    second = allure.generate(
+        [_results(tmp_path / "run2" / "allure-results", "passed")], report, history, matrix_page=str(matrix)
+    )
+    assert first == second == report / "index.html" and second.is_file()
+    assert not (report / "awesome").exists()
+    entries = [json.loads(line) for line in (history / allure.HISTORY_FILE).read_text(encoding="utf-8").splitlines()]
+    assert [e["uuid"] for e in entries][:1] == [first_uuid] and len(entries) == 2
+    # The second report carries the first generation as history, as a whole and per test.
+    assert [p.stem for p in (report / "data" / "history").glob("*.json")] == [first_uuid]
+    ok = _test_result(report, "version-ok")
+    assert ok["status"] == "passed"
+    assert [h["status"] for h in ok["history"]] == ["failed"]
+    page = second.read_text(encoding="utf-8")
+    assert '"reportUrl":"../reports/matrix.html"' in page
+    assert "googletagmanager" not in page
+
+
+def test_categories_split_failed_non_strict_and_unsupported(allure_cli, tmp_path: Path) -> None:
+    results = _results(tmp_path / "run" / "allure-results", "failed")
+    index = allure.generate([results], tmp_path / "report", tmp_path / "history")
+    written = json.loads((results / "categories.json").read_text(encoding="utf-8"))
+    assert [c["name"].split(":")[0] for c in written] == ["FAILED", "NON-STRICT", "ERROR", "UNSUPPORTED"]
+    tree = json.loads((index.parent / "widgets" / "categories.json").read_text(encoding="utf-8"))
+    members: dict[str, set[str]] = {}
+    for node_id in tree["roots"]:
+        category = tree["nodes"][node_id]
+        found: set[str] = set()
+        stack = list(category.get("childrenIds", []))
+        while stack:
+            node = tree["nodes"][stack.pop()]
+            if node["type"] == "tr":
+                found.add(node["name"])
+            stack.extend(node.get("childrenIds", []))
+        members[category["name"].split(":")[0]] = found
+    assert members == {
+        "FAILED": {"version-ok", "version-unsupported"},
+        "NON-STRICT": {"interval"},
+        "UNSUPPORTED": {"feature"},
+    }
+
+
+def test_a_folder_that_is_not_a_report_is_never_replaced(allure_cli, tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(FileExistsError, match="refusing"):
+        allure.generate([_results(tmp_path / "results", "passed")], tmp_path / "out", tmp_path / "history")
+    assert (tmp_path / "out" / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_missing_cli_is_a_clear_error(tmp_path: Path) -> None:
+    if shutil.which("npx") is None:
+        expected = "npx not found"
+    else:
+        expected = "npm ci"
+    with pytest.raises(allure.AllureUnavailable, match=expected):
+        allure.generate([tmp_path], tmp_path / "out", tmp_path / "history", project_root=tmp_path)

@@ -1,0 +1,173 @@
+"""The report over the fixed runs of report_fixtures.py, against hand-worked answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[reports]")
+
+from report_fixtures import (  # noqa: E402
+    EXPECTED_MATRIX,
+    INTERVAL,
+    OK,
+    UNSUP,
+    read_json_table,
+    record,
+    write_run,
+)
+
+from reports import tables  # noqa: E402
+from reports.baseline import BaselineError, baseline_records  # noqa: E402
+from reports.load_records import read_records  # noqa: E402
+from reports.pipeline import InputError, ReportOptions, run_report  # noqa: E402
+from reports.record_schema import load_schema  # noqa: E402
+from reports.summary_text import format_summary  # noqa: E402
+
+
+def test_matrix_holds_the_latest_run_per_implementation_and_case(report) -> None:
+    _, out = report
+    rows = read_json_table(out, "matrix")
+    assert {(r["implementation"], r["case"]): (r["grade"], r["run"]) for r in rows} == EXPECTED_MATRIX
+    assert len(rows) == len(EXPECTED_MATRIX)
+
+
+def test_compliance_levels_and_grade_counts(report) -> None:
+    summary, _ = report
+    by_impl = {i["implementation"]: i for i in summary["implementations"]}
+    assert {name: i["level"] for name, i in by_impl.items()} == {
+        "alpha": "non-compliant",
+        "beta": "compliant with non-strict findings",
+        "gamma": "fully compliant",  # its ERROR is on an INFO case, UNSUPPORTED on a MAY case
+    }
+    nonzero = {name: {g: n for g, n in i["grades"].items() if n} for name, i in by_impl.items()}
+    assert nonzero == {
+        "alpha": {"ERROR": 1, "FAILED": 1, "PASSED": 1, "INFORMATIONAL": 1},
+        "beta": {"PASSED": 2, "NON-STRICT": 1, "INFORMATIONAL": 1},
+        "gamma": {"PASSED": 2, "UNSUPPORTED": 1, "ERROR": 1},
+    }
+    assert by_impl["alpha"]["version"] == "1.1"
+    assert {g: n for g, n in summary["gradeCounts"].items() if n} == {
+        "PASSED": 5,
+        "FAILED": 1,
+        "NON-STRICT": 1,
+        "INFORMATIONAL": 2,
+        "UNSUPPORTED": 1,
+        "ERROR": 2,
+    }
+
+
+def test_regressions_and_new_passes_against_baseline_folder(report) -> None:
+    _, out = report
+    regressions = {
+        (r["implementation"], r["case"], r["baselineGrade"], r["grade"]) for r in read_json_table(out, "regressions")
+    }
+    assert regressions == {("alpha", OK, "PASSED", "ERROR"), ("alpha", UNSUP, "PASSED", "FAILED")}
+    new_passes = {(r["implementation"], r["case"], r["baselineGrade"]) for r in read_json_table(out, "new_passes")}
+    assert new_passes == {("alpha", INTERVAL, "NON-STRICT")}
+
+
+def test_baseline_given_as_run_id_gives_the_same_findings(spark, fixture_root: Path) -> None:
+    schema = load_schema()
+    records = read_records(spark, sorted((fixture_root / "runs").glob("*/records.jsonl")), schema)
+    valid = records.where("error IS NULL")
+    matrix = tables.matrix(valid, None)
+    base = baseline_records(spark, "a1", valid, schema)
+    assert {(r.case, r.grade) for r in tables.regressions(matrix, base).collect()} == {(OK, "ERROR"), (UNSUP, "FAILED")}
+    assert {r.case for r in tables.new_passes(matrix, base).collect()} == {INTERVAL}
+    with pytest.raises(BaselineError, match="no-such-run"):
+        baseline_records(spark, "no-such-run", valid, schema)
+
+
+def test_flaky_cases_are_grade_changes_within_one_version(report) -> None:
+    _, out = report
+    flaky = [
+        (r["implementation"], r["implementationVersion"], r["case"], r["grades"], r["runs"])
+        for r in read_json_table(out, "flaky")
+    ]
+    # alpha 1.0 version-ok and interval kept their grades; the changes at 1.1
+    # are a new version; beta's two interval grades are in one run.
+    assert flaky == [("alpha", "1.0", UNSUP, ["FAILED", "PASSED"], 2)]
+
+
+def test_duration_median_and_p95(report) -> None:
+    _, out = report
+    rows = {(r["implementation"], r["case"]): r for r in read_json_table(out, "durations")}
+    ok = rows[("alpha", OK)]
+    # 10, 20, 40 ms: median 20; p95 at rank 1.9 is 20 + 0.9 * (40 - 20).
+    assert (ok["samples"], ok["medianMs"], ok["p95Ms"], ok["maxMs"]) == (3, 20.0, pytest.approx(38.0), 40.0)
+    assert rows[("beta", INTERVAL)]["samples"] == 2
+
+
+def test_must_coverage_from_the_catalogue(report) -> None:
+    summary, out = report
+    cov = {c["protocol"]: c for c in summary["coverage"]}
+    stmp = cov["stmp"]
+    assert (stmp["status"], stmp["mustTotal"], stmp["mustCovered"], stmp["mustUntestable"]) == ("known", 4, 2, 1)
+    assert stmp["coverage"] == 0.5
+    assert stmp["uncovered"] == ["STMP-2", "STMP-3"]
+    assert (cov["micromessage2"]["status"], cov["micromessage2"]["mustTotal"]) == ("unknown", None)
+    assert cov["rsio"]["status"] == "unknown" and "level must be one of" in cov["rsio"]["reason"]
+    assert {r["protocol"]: r["status"] for r in read_json_table(out, "coverage")} == {
+        "stmp": "known",
+        "micromessage2": "unknown",
+        "rsio": "unknown",
+    }
+
+
+def test_cells_link_to_their_allure_result_in_the_same_run(report) -> None:
+    summary, out = report
+    cells = {(r["implementation"], r["case"]): r for r in read_json_table(out, "matrix")}
+    unsup = cells[("alpha", UNSUP)]
+    assert (unsup["allureUuid"], unsup["attachments"]) == ("u-unsup", 2)  # one on the result, one in a nested step
+    assert unsup["allureFile"].endswith("/a2/allure-results/u-unsup-result.json")
+    # a2 has an Allure result for version-ok too, but the cell comes from a3.
+    assert (cells[("alpha", OK)]["allureUuid"], cells[("alpha", OK)]["attachments"]) == (None, 0)
+    assert summary["allure"]["results"] == 2 and summary["allure"]["unreadable"] == 0
+
+
+def test_outputs_on_disk(report, spark) -> None:
+    summary, out = report
+    assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["records"] == {
+        "valid": 19,
+        "invalid": 0,
+        "files": 5,
+    }
+    assert summary["runs"] == 5
+    for table in ("matrix", "compliance", "durations", "flaky", "regressions", "new_passes", "coverage", "runs"):
+        assert (out / "parquet" / table / "_SUCCESS").is_file(), table
+        assert list((out / "json" / table).glob("part-*.json")), table
+    assert sorted(p.name for p in (out / "parquet" / "matrix").glob("protocol=*")) == [
+        "protocol=micromessage2",
+        "protocol=stmp",
+    ]
+    stmp = spark.read.parquet(str(out / "parquet" / "matrix")).where("protocol = 'stmp'")
+    assert stmp.count() == 8
+    assert (out / "matrix.html").is_file()
+
+
+def test_malformed_records_are_reported_with_path_and_line(spark, tmp_path: Path) -> None:
+    good = record("m1", "2026-02-01T00:00:00Z", "delta", "1", OK, "PASSED")
+    no_case = {k: v for k, v in good.items() if k != "case"}
+    run = write_run(tmp_path / "runs", "m1", [good, no_case], extra_lines={2: "{oops"})
+    summary = run_report(spark, ReportOptions([str(run)], tmp_path / "out", requirements_dir=None, spec_root=None))
+    path = str(run / "records.jsonl")
+    assert summary["records"] == {"valid": 1, "invalid": 2, "files": 1}
+    assert summary["invalidRecords"] == [
+        {"file": path, "line": 2, "error": "not valid JSON"},
+        {"file": path, "line": 3, "error": "missing required field 'case'"},
+    ]
+    text = format_summary(summary)
+    assert f"invalid record {path}:2: not valid JSON" in text
+    assert "delta 1: fully compliant" in text
+    assert {(r["sourceFile"], r["line"]) for r in read_json_table(tmp_path / "out", "invalid_records")} == {
+        (path, 2),
+        (path, 3),
+    }
+
+
+def test_inputs_must_exist(spark, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not-there"):
+        run_report(spark, ReportOptions([str(tmp_path / "not-there")], tmp_path / "out"))

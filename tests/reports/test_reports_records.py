@@ -1,0 +1,157 @@
+"""Reading records: line numbers, validation, and agreement with the JSON schema."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[reports]")
+
+from report_fixtures import record  # noqa: E402
+
+from reports.load_records import read_records  # noqa: E402
+from reports.record_schema import default_schema_path, load_schema  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _good(i: int = 0) -> dict:
+    return record("r1", f"2026-01-01T10:00:{i % 60:02d}Z", "alpha", "1.0", "stmp/handshake/version-ok", "PASSED")
+
+
+def _errors(spark, files: list[Path]) -> dict[tuple[str, int], str | None]:
+    rows = read_records(spark, files, load_schema()).select("sourceFile", "line", "error").collect()
+    return {(r.sourceFile, r.line): r.error for r in rows}
+
+
+def test_bad_lines_are_kept_with_file_line_and_reason(spark, tmp_path: Path) -> None:
+    missing_grade = _good()
+    del missing_grade["grade"]
+    lines = [
+        json.dumps(_good()),  # 1
+        "",  # 2: blank, not a record
+        '{"schemaVersion": 1, "run": ',  # 3: truncated JSON
+        json.dumps(missing_grade),  # 4
+        json.dumps({**_good(), "grade": 7}),  # 5
+        json.dumps([1, 2]),  # 6
+        json.dumps({**_good(), "durationMs": -3}),  # 7
+        json.dumps(_good()) + " trailing",  # 8
+        json.dumps(_good()) + json.dumps(_good()),  # 9: two records run together
+        json.dumps(_good()).replace('"', "'"),  # 10: not JSON, though Spark's reader allows it
+    ]
+    path = tmp_path / "run a+b" / "records.jsonl"
+    path.parent.mkdir()
+    path.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+    errors = _errors(spark, [path])
+    f = str(path)
+    assert set(errors) == {(f, n) for n in (1, 3, 4, 5, 6, 7, 8, 9, 10)}
+    assert errors[(f, 1)] is None
+    assert errors[(f, 3)] == "not valid JSON"
+    assert errors[(f, 4)] == "missing required field 'grade'"
+    assert errors[(f, 5)] == "field 'grade' 7: expected string"
+    assert errors[(f, 6)] == "not a JSON object (got array<bigint>)"
+    assert errors[(f, 7)] == "field 'durationMs' -3: less than 0"
+    assert errors[(f, 8)] == errors[(f, 9)] == errors[(f, 10)] == "not valid JSON"
+
+
+def test_line_numbers_survive_files_split_into_many_chunks(spark, tmp_path: Path) -> None:
+    bad_lines = {"first": {7, 150, 199}, "second": {1, 42}}
+    files = []
+    for name, bad in bad_lines.items():
+        lines = ["not json" if n in bad else json.dumps(_good(n)) for n in range(1, 201)]
+        path = tmp_path / name / "records.jsonl"
+        path.parent.mkdir()
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files.append(path)
+    # Small splits put each file into many chunks, read by different tasks.
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "4096")
+    spark.conf.set("spark.sql.files.openCostInBytes", "1024")
+    try:
+        assert read_records(spark, files, load_schema()).rdd.getNumPartitions() > 20
+        errors = _errors(spark, files)
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+    for path, (name, bad) in zip(files, bad_lines.items(), strict=True):
+        numbered = {line: err for (f, line), err in errors.items() if f == str(path)}
+        assert sorted(numbered) == list(range(1, 201)), name
+        assert {line for line, err in numbered.items() if err is not None} == bad, name
+
+
+def _variants() -> list[dict]:
+    """Records that probe each keyword the schema uses, valid and not."""
+    base = _good()
+    out = [base]
+    for field in base:
+        missing = dict(base)
+        del missing[field]
+        out.append(missing)
+    changes = {
+        "schemaVersion": [2, "1", 1.0, 1.5, None],
+        "run": ["", 5, None],
+        "time": ["2026-01-01T10:00:00.123+02:00", "2026-01-01 10:00:00", "yesterday", 20260101],
+        "implementationVersion": ["", "unknown"],
+        "protocol": ["mtl", "http", "STMP"],
+        "requirement": ["MAY", "INFO", "must", None],
+        "grade": ["NON-STRICT", "NOT-APPLICABLE", "passed", True],
+        "closeGrade": [None, "ERROR", "BOGUS", 3],
+        "message": ["", ["a"], {"a": 1}],
+        "durationMs": [0, 0.25, 1e6, -0.001, "12", None],
+        "wirelog": [None, "wirelogs/x.log", 1, False],
+        "case": ["", "stmp/x/y"],
+        "extraField": ["newer writers may add fields"],
+    }
+    for field, values in changes.items():
+        for value in values:
+            changed = copy.deepcopy(base)
+            changed[field] = value
+            out.append(changed)
+    return out
+
+
+def test_spark_validation_agrees_with_jsonschema(spark, tmp_path: Path) -> None:
+    schema = json.loads(default_schema_path().read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    variants = _variants()
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(json.dumps(v) for v in variants) + "\n", encoding="utf-8")
+    errors = _errors(spark, [path])
+    expected_valid = [validator.is_valid(v) for v in variants]
+    got_valid = [errors[(str(path), i + 1)] is None for i in range(len(variants))]
+    mismatches = [
+        (variants[i], errors[(str(path), i + 1)]) for i in range(len(variants)) if expected_valid[i] != got_valid[i]
+    ]
+    assert mismatches == []
+    # Both kinds are present, so the comparison above means something.
+    assert 10 < sum(expected_valid) < len(variants) - 30
+
+
+def test_impossible_dates_are_rejected_like_format_date_time(spark, tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps({**_good(), "time": "2026-13-01T10:00:00Z"}) + "\n", encoding="utf-8")
+    assert _errors(spark, [path])[(str(path), 1)] == "field 'time' \"2026-13-01T10:00:00Z\": not a valid date-time"
+
+
+def test_schema_declares_exactly_the_fields_of_docs_records_md() -> None:
+    doc = (REPO / "docs" / "records.md").read_text(encoding="utf-8")
+    documented = re.findall(r"^\| `(\w+)` \|", doc, flags=re.MULTILINE)
+    schema = load_schema()
+    assert len(documented) == 19
+    assert list(schema["properties"]) == documented
+    assert schema["required"] == documented
+
+
+def test_unsupported_schema_keywords_are_refused(tmp_path: Path) -> None:
+    schema = json.loads(default_schema_path().read_text(encoding="utf-8"))
+    schema["properties"]["run"]["maxLength"] = 10
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(schema), encoding="utf-8")
+    from reports.record_schema import record_error
+
+    with pytest.raises(ValueError, match="maxLength"):
+        record_error(load_schema(path), "_f", "value")
