@@ -78,8 +78,13 @@ class Link:
             self._read.cancel()
             self._read = None
         self._writer.close()
-        with contextlib.suppress(ConnectionError, TimeoutError):
+        try:
             await asyncio.wait_for(self._writer.wait_closed(), self._linger)
+        except TimeoutError:
+            # close() waits for unsent bytes to leave; a peer that stopped reading would keep the socket forever
+            self._writer.transport.abort()
+        except ConnectionError:
+            pass
 
     async def _drain_input(self) -> None:
         loop = asyncio.get_running_loop()

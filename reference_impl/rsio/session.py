@@ -155,9 +155,14 @@ class Session:
     async def _close_writer(self) -> None:
         if not self._writer.is_closing():
             self._writer.close()
-        with contextlib.suppress(OSError, TimeoutError):
+        try:
             async with asyncio.timeout(self.options.close_timeout):
                 await self._writer.wait_closed()
+        except TimeoutError:
+            # close() waits for unsent bytes to leave; a peer that stopped reading would keep the socket forever
+            self._writer.transport.abort()
+        except OSError:
+            pass
 
     async def _read_loop(self) -> None:
         while not self.conn.should_close:

@@ -84,7 +84,10 @@ class StreamCarrier:
         self._writer.close()
         try:
             await asyncio.wait_for(self._writer.wait_closed(), CLOSE_TIMEOUT)
-        except (ConnectionError, TimeoutError):
+        except TimeoutError:
+            # close() waits for unsent bytes to leave; a peer that stopped reading would keep the socket forever
+            self._writer.transport.abort()
+        except ConnectionError:
             pass  # the peer went first; nothing left to release
 
 
