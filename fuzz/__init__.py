@@ -1,0 +1,1 @@
+"""Fuzz targets for the reference implementations (see ``python -m fuzz --help``)."""
