@@ -76,8 +76,9 @@ class TcpChannel:
         self._log.sent(data)
         try:
             self._writer.write(data)
-            await asyncio.wait_for(self._writer.drain(), 10)
-        except (OSError, asyncio.TimeoutError) as exc:
+            async with asyncio.timeout(10):  # not wait_for: see recv
+                await self._writer.drain()
+        except (OSError, TimeoutError) as exc:
             self._log.note(f"send failed: {exc!r}")
             self.closed = True
 
@@ -85,8 +86,14 @@ class TcpChannel:
         if self.closed:
             return None
         try:
-            data = await asyncio.wait_for(self._reader.read(READ_CHUNK), timeout)
-        except asyncio.TimeoutError:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for swallows the case deadline's
+            # cancellation when the read completes in the same loop step (a flooding target).
+            # read() does not suspend while bytes are buffered: yield once per chunk so the
+            # case deadline lands between chunks, not after the whole backlog.
+            async with asyncio.timeout(timeout):
+                await asyncio.sleep(0)
+                data = await self._reader.read(READ_CHUNK)
+        except TimeoutError:
             raise Deadline() from None
         except OSError as exc:
             self._log.note(f"connection reset: {exc!r}")
@@ -143,8 +150,9 @@ class WsChannel:
     async def send(self, data: bytes | str) -> None:
         self._log.sent(data)
         try:
-            await asyncio.wait_for(self._ws.send(data), 10)
-        except (ConnectionClosed, OSError, asyncio.TimeoutError) as exc:
+            async with asyncio.timeout(10):  # not wait_for: see TcpChannel.recv
+                await self._ws.send(data)
+        except (ConnectionClosed, OSError, TimeoutError) as exc:
             self._log.note(f"send failed: {exc!r}")
             self.closed = True
 
@@ -152,8 +160,9 @@ class WsChannel:
         if self.closed:
             return None
         try:
-            data = await asyncio.wait_for(self._ws.recv(), timeout)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(timeout):  # not wait_for: see TcpChannel.recv
+                data = await self._ws.recv()
+        except TimeoutError:
             raise Deadline() from None
         except ConnectionClosed as exc:
             self._log.note(f"peer closed: {exc}")
