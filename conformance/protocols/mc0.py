@@ -34,6 +34,7 @@ import sys
 import time
 from typing import Any, Callable
 
+from conformance import wirelog
 from conformance.protocols.base import Frame, ProtocolAdapter
 from conformance.scenario.values import ValueError_, build_payload, short
 from reference_impl.common.errors import CodecError
@@ -135,7 +136,9 @@ class ZmtpSession:
             raise ValueError_("one handshake per case, before any raw bytes arrive")
         mechanism = spec.get("mechanism", "CURVE")
         if mechanism == "CURVE":
-            config = CurveClientConfig(_server_key(spec.get("server_key", "test")), _client_keys(spec.get("client_key", "test")))
+            keys = _client_keys(spec.get("client_key", "test"))
+            wirelog.redact(keys.secret)  # never on the wire; never in a wire log (bytes, hex or Z85) either
+            config = CurveClientConfig(_server_key(spec.get("server_key", "test")), keys)
         elif mechanism == "NULL":
             config = NullConfig()
         else:

@@ -46,6 +46,7 @@ import binascii
 from dataclasses import dataclass
 from typing import Any
 
+from conformance import wirelog
 from conformance.protocols.base import Frame, ProtocolAdapter
 from conformance.protocols.zmtp_channel import (
     ZMTP_MATCH_KEYS, ZMTP_SEND_KEYS, ZmtpReader, encode_parts, encode_zmtp, handshake,
@@ -131,6 +132,7 @@ def _authorize_body(spec: dict[str, Any]) -> dict[str, Any]:
     if "response" in spec:
         return {"mechanism": mechanism, "response": spec["response"]}
     user = str(spec.get("user", "alice"))
+    wirelog.redact(spec.get("password"))  # the SASL password never shows in a wire log
     step = str(spec.get("scram", "")).lower()
     if not step:
         message = sasl.plain_response(user, str(spec.get("password", "")))

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from conformance import wirelog
 from conformance.protocols.base import Frame
 from conformance.scenario.values import build_payload, short
 from reference_impl.common.errors import CodecError
@@ -67,7 +68,9 @@ def encode_zmtp(spec: dict[str, Any]) -> bytes:
     if what == "ready":
         body = encode_command(Ready(_metadata(spec)))
     elif what == "hello":
-        body = plain.encode_hello(_text_bytes(spec.get("username")), _text_bytes(spec.get("password")))
+        password = _text_bytes(spec.get("password"))
+        wirelog.redact(password)  # on the wire in clear (RFC 24); never in a rendered wire log
+        body = plain.encode_hello(_text_bytes(spec.get("username")), password)
     elif what == "initiate":
         body = plain.encode_initiate(_metadata(spec))
     elif what == "error":
