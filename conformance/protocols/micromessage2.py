@@ -46,6 +46,7 @@ HARNESS_MAX_FRAME = 64 * 1024 * 1024
 HARNESS_MAX_MESSAGE = 64 * 1024 * 1024
 
 _LARGE = int(codec.Flags.LARGE_PAYLOAD)
+_HTTP = b"HTTP/"
 
 KINDS = ("handshake", "message", "command", "extension", "error")
 _KIND_ALIASES = {"send": "message", "message": "message", "handshake": "handshake", "command": "command",
@@ -106,6 +107,15 @@ class StreamReader:
         self._fragments: dict[type, list[codec.Frame]] = {}
         self._large: dict[type, list[bool]] = {}
         self._fragment_bytes = 0
+        self._opening = bytearray()  # the target's first bytes, to name a foreign protocol
+
+    def _sniff(self, data: bytes) -> None:
+        """An HTTP answer reads as a handshake whose lists never end ("HTTP/1.1 ..." announces
+        thousands of bytes): name it at once instead of waiting out the case deadline."""
+        self._opening += data[:len(_HTTP) - len(self._opening)]
+        if self._opening == _HTTP:
+            line = data.split(b"\r\n", 1)[0][:60].decode("ascii", "replace") if data.startswith(_HTTP) else "HTTP/..."
+            raise CodecError("foreign-protocol", f"the target answered with HTTP ({line!r}), not a Micromessage2 handshake")
 
     def suite_sends_handshake(self) -> None:
         """Called by encode() when the suite sends a handshake."""
@@ -119,6 +129,8 @@ class StreamReader:
     def feed(self, data: bytes | str) -> list[Frame]:
         if isinstance(data, str):
             data = data.encode()
+        if len(self._opening) < len(_HTTP):
+            self._sniff(data)
         self._decoder.feed(data)
         out: list[Frame] = []
         while True:
