@@ -108,6 +108,8 @@ class Mc0Server:
             await self._serve(peer, reader, writer)
         except (ConnectionError, OSError, TimeoutError):
             pass
+        except asyncio.CancelledError:
+            pass  # close() cancels handlers; ending normally keeps asyncio's stream callback quiet
         finally:
             self._peers.pop(peer, None)
             self.broker.detach(peer)

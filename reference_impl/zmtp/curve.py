@@ -34,6 +34,7 @@ deterministic vectors; leave them None otherwise.
 
 from __future__ import annotations
 
+import hmac
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -338,6 +339,10 @@ class CurveServer(_CurveMechanism):
             self._cookie_key = b""
             if initiate.client_transient != self._client_transient:
                 raise CodecError("bad-cookie", "the cookie names another client transient key")
+            # as libzmq does: the cookie must hold this connection's s', or a cookie key that lives
+            # longer than one connection (RFC 26 allows a minute) lets a recorded handshake replay
+            if not hmac.compare_digest(initiate.server_transient_secret, self._transient.secret):
+                raise CodecError("bad-cookie", "the cookie names another server transient key")
             self._check_peer_nonce(initiate.nonce)
             if self._authorize is not None and not self._authorize(initiate.client_public):
                 raise HandshakeError("unauthorized", f"client key {initiate.client_public.hex()}",
