@@ -1,0 +1,28 @@
+"""In CI every reference image passes its protocol's suite, and the third-party images run with grades."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.docker
+def test_full_matrix_every_reference_image_passes(docker_engine, tmp_path: Path) -> None:
+    out = tmp_path / "matrix"
+    run = subprocess.run([sys.executable, "-m", "conformance.cli", "matrix", "--build", "--out", str(out)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    document = json.loads((out / "matrix.json").read_text())
+    pairs = {(p["implementation"], p["protocol"]): p for p in document["pairs"]}
+    references = {k: p for k, p in pairs.items() if k[0].startswith("conformance-ref-")}
+    assert {protocol for _, protocol in references} == {"stmp", "micromessage2", "rsio", "mc0", "mtl"}
+    for key, pair in references.items():
+        assert pair["outcome"] == "passed", (key, pair["grades"], run.stdout[-3000:])
+    third = pairs[("conformance-thirdparty-pyzmq-mc0", "mc0")]
+    assert third["outcome"] in ("passed", "flaky", "failing") and sum(third["grades"].values()) >= 40
+    assert run.returncode == 0, run.stdout[-3000:]
