@@ -31,7 +31,7 @@ def allure_html(results: Path, out: Path, history: Path) -> str:
         generate = None
     if generate is not None:
         generate([results], out, history)
-        return str(out / "index.html")
+        return f"{out / 'index.html'} (served) and {out / 'offline.html'} (opens from disk)"
     if shutil.which("npx") is None:
         return "skipped (npx not found)"
     proc = subprocess.run(["npx", "--no-install", "allure", "generate", str(results), "-o", str(out)],

@@ -201,5 +201,30 @@ def generate(
     index = out_dir / "index.html"
     if run.returncode != 0 or not index.is_file():
         raise AllureFailed(f"allure generate exited {run.returncode}: {(run.stderr or run.stdout).strip()[-2000:]}")
+    _offline_page(command, results_dirs, out_dir, report_name, project_root)
     _strip_analytics(out_dir)
     return index
+
+
+OFFLINE_PAGE = "offline.html"
+
+
+def _offline_page(command: list[str], results_dirs: list[Path], out_dir: Path, report_name: str,
+                  project_root: Path) -> None:
+    """The same report as one self-contained page: the multi-file report fetches its data, which
+    browsers refuse for a page opened from disk (file://).  No history: this is a view, not a run."""
+    with tempfile.TemporaryDirectory(prefix="allure-offline-") as scratch:
+        config = Path(scratch) / "allurerc.json"
+        single = Path(scratch) / "single"
+        config.write_text(json.dumps({
+            "name": report_name, "output": str(single), "categories": ALLURE3_CATEGORIES,
+            "plugins": {"awesome": {"options": {"singleFile": True, "reportName": report_name}}},
+        }), encoding="utf-8")
+        run = subprocess.run([*command, "generate", "--config", str(config), "--output", str(single),
+                              *map(str, results_dirs)], cwd=project_root, capture_output=True, text=True,
+                             timeout=GENERATE_TIMEOUT_S, env={**os.environ, "ALLURE_NO_ANALYTICS": "true"})
+        page = single / "index.html"
+        if run.returncode != 0 or not page.is_file():
+            raise AllureFailed(f"allure generate (single file) exited {run.returncode}: "
+                               f"{(run.stderr or run.stdout).strip()[-2000:]}")
+        shutil.copyfile(page, out_dir / OFFLINE_PAGE)

@@ -14,6 +14,9 @@ pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[r
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None and os.environ.get("CI") == "true":
+    # CI installs it (scripts/system-deps.sh): a browser test that would skip there is a failure
+    pytest.fail("headless Chromium is missing in CI", pytrace=False)
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install -y chromium)"
 )
@@ -84,3 +87,24 @@ def test_screenshot_of_the_matrix(report, tmp_path: Path) -> None:
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert (width, height) == (1280, 900)
     assert len(data) > 20_000  # a blank page compresses to a few KB
+
+
+def test_allure_report_opens_from_disk(tmp_path: Path) -> None:
+    """The self-contained Allure page shows the run's results when opened from disk."""
+    from reports import allure
+    from test_reports_allure import _results
+    try:
+        allure._npx(allure.PROJECT_ROOT)
+    except allure.AllureUnavailable as exc:
+        pytest.skip(f"Allure 3 CLI not available: {exc}")
+    results = _results(tmp_path / "results", "passed")
+    allure.generate([results], tmp_path / "report", tmp_path / "history")
+    page = tmp_path / "report" / allure.OFFLINE_PAGE
+    dom = _chromium(page.as_uri(), tmp_path / "profile", "--virtual-time-budget=8000", "--dump-dom").stdout
+    # four results: two passed (one of them tagged NON-STRICT), one failed, one skipped
+    assert re.search(r"Total\D{0,200}4", dom), dom[-3000:]
+    assert "Failed" in dom and "Passed" in dom
+    shot = _artifacts() / "allure-report.png"
+    _chromium(page.as_uri(), tmp_path / "profile2", "--virtual-time-budget=8000", f"--screenshot={shot}",
+              "--window-size=1280,900")
+    assert shot.stat().st_size > 10_000
