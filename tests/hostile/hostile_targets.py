@@ -336,3 +336,38 @@ def check(outcomes: list[Outcome], grade, message: str, deadline_ms: int, slack_
         assert o.elapsed < deadline_ms / 1000 + slack_s, (o.case_id, o.elapsed, r.message)
         # the wire log is bounded whatever the target sent
         assert len(r.log.entries) <= 1000, (o.case_id, len(r.log.entries))
+
+
+def grade_behaviours(protocol: str, behaviours: tuple[str, ...], case_ids: list[str], expected: dict[str, str], *,
+                     deadline_ms: int, slack_s: float, endless_min_bytes: int,
+                     refused_at_once: Callable[[str], bool]) -> None:
+    """Every behaviour FAILS each case within the deadline, saying why; a reference case then passes."""
+    from conformance.grading import Grade
+
+    async def run():
+        outcomes = await run_behaviours(protocol, behaviours, case_ids, deadline_ms)
+        return outcomes, await run_against_reference(protocol, case_ids[0])
+
+    runs, after = asyncio.run(run())
+    assert after.grade is Grade.PASSED, after.message  # the harness goes on to the next case unharmed
+    for behaviour, outcomes in runs.items():
+        check(outcomes, Grade.FAILED, expected[behaviour], deadline_ms, slack_s)
+        if behaviour == "endless":
+            assert all(o.bytes_sent > endless_min_bytes for o in outcomes)  # the target really flooded
+        if refused_at_once(behaviour):
+            # refused from the length field alone: at once, without waiting for (or buffering) the payload
+            assert all(o.elapsed < 2 and o.bytes_sent < 1024 * 1024 for o in outcomes)
+
+
+def gone_target_grade(protocol: str, case_id: str) -> CaseResult:
+    """A target whose port was just closed: the case cannot run at all."""
+    from suite_helpers import run_case
+
+    async def run():
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        url = f"tcp://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        server.close()
+        await server.wait_closed()
+        return await run_case(cases_of(protocol)[case_id], url)
+
+    return asyncio.run(run())

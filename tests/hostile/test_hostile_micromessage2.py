@@ -7,12 +7,11 @@ listening), checked last.
 
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 
-from hostile_targets import SCRIPTS, cases_of, check, run_against_reference, run_behaviours
-from suite_helpers import Grade, run_case
+from hostile_targets import SCRIPTS, gone_target_grade, grade_behaviours
+from suite_helpers import Grade
 
 PROTOCOL = "micromessage2"
 CASES = ["micromessage2/handshake/same-version", "micromessage2/split-message/payload-256",
@@ -44,28 +43,10 @@ GROUPS = [SLOW] + [(b,) for b in sorted(EXPECTED) if b not in SLOW]
 
 @pytest.mark.parametrize("behaviours", GROUPS, ids="+".join)
 def test_hostile_target_gets_a_clear_failed_grade_within_the_deadline(behaviours: tuple[str, ...]) -> None:
-    async def run():
-        outcomes = await run_behaviours(PROTOCOL, behaviours, CASES, DEADLINE_MS)
-        return outcomes, await run_against_reference(PROTOCOL, CASES[0])
-
-    runs, after = asyncio.run(run())
-    assert after.grade is Grade.PASSED, after.message  # the harness goes on to the next case unharmed
-    for behaviour, outcomes in runs.items():
-        check(outcomes, Grade.FAILED, EXPECTED[behaviour], DEADLINE_MS, SLACK_S)
-        if behaviour == "endless":
-            assert all(o.bytes_sent > 64 * 1024 * 1024 for o in outcomes)  # the target really flooded
-        if behaviour == "announce-max":
-            # refused from the length field alone: at once, without waiting for (or buffering) the 4 GiB
-            assert all(o.elapsed < 2 and o.bytes_sent < 1024 * 1024 for o in outcomes)
+    grade_behaviours(PROTOCOL, behaviours, CASES, EXPECTED, deadline_ms=DEADLINE_MS, slack_s=SLACK_S,
+                     endless_min_bytes=64 * 1024 * 1024, refused_at_once=lambda b: b == "announce-max")
 
 
 def test_a_target_that_is_gone_is_an_error_not_a_failure() -> None:
-    async def run():
-        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
-        url = f"tcp://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-        server.close()
-        await server.wait_closed()
-        return await run_case(cases_of(PROTOCOL)[CASES[0]], url)
-
-    result = asyncio.run(run())
+    result = gone_target_grade(PROTOCOL, CASES[0])
     assert result.grade is Grade.ERROR and "cannot connect" in result.message, (result.grade, result.message)
