@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from conformance import wirelog
 from conformance.protocols.base import Frame, ProtocolAdapter
+from conformance.protocols.frame_specs import check_frame_specs
 from conformance.scenario.values import ValueError_, build_payload, short
 from reference_impl.common.errors import CodecError
 from reference_impl.mc0 import codec as mc0
@@ -315,24 +316,6 @@ def normalize(spec: dict[str, Any]) -> dict[str, Any]:
 def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
     problems: list[tuple[tuple, str]] = []
 
-    def check_steps(steps: list, path: tuple) -> None:
-        for i, step in enumerate(steps):
-            if not isinstance(step, dict):
-                continue
-            if isinstance(step.get("send"), dict):
-                check_send(step["send"], path + (i, "send"))
-            if isinstance(step.get("expect"), dict):
-                spec = step["expect"]
-                for key in ("any_of", "all_of", "allow"):
-                    for j, alt in enumerate(spec.get(key, [])):
-                        check_match(alt, path + (i, "expect", key, j))
-                rest = {k: v for k, v in spec.items()
-                        if k not in ("any_of", "all_of", "allow", "within_ms", "level", "unsupported_if", "closed")}
-                if rest or not any(k in spec for k in ("any_of", "all_of", "closed")):
-                    check_match(rest, path + (i, "expect"))
-            if isinstance(step.get("repeat"), dict):
-                check_steps(step["repeat"].get("steps", []), path + (i, "repeat", "steps"))
-
     def check_send(spec: dict, path: tuple) -> None:
         if set(spec) == {"hex"}:
             return
@@ -348,8 +331,6 @@ def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
             problems.append((path, "an mc0 send names a verb or gives frames"))
 
     def check_match(spec: dict, path: tuple) -> None:
-        if spec.get("closed") and len(spec) == 1:
-            return
         unknown = sorted(set(spec) - MATCH_KEYS)
         if unknown:
             problems.append((path + (unknown[0],), f"unknown mc0 field {unknown[0]!r} (known: {', '.join(sorted(MATCH_KEYS))})"))
@@ -358,8 +339,16 @@ def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
         elif "zmtp" in spec and spec["zmtp"] not in ZMTP_KINDS:
             problems.append((path + ("zmtp",), f"zmtp is one of {', '.join(ZMTP_KINDS)}"))
 
-    check_steps(case.get("steps", []), ("steps",))
-    return problems
+    def send(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
+        check_send(spec, path)
+        return []
+
+    def match(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
+        check_match(spec, path)
+        return []
+
+    walked = check_frame_specs(case, send=send, match=match)
+    return walked + problems
 
 
 # -- the reference target -----------------------------------------------------------------

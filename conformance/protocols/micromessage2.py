@@ -33,6 +33,7 @@ import contextvars
 from typing import Any
 
 from conformance.protocols.base import Frame, ProtocolAdapter
+from conformance.protocols.frame_specs import check_frame_specs
 from conformance.scenario.values import build_payload, short
 from reference_impl.common.errors import CodecError
 from reference_impl.micromessage2 import codec
@@ -69,7 +70,6 @@ MATCH_KEYS = {
     "error": _COMMON_MATCH | {"reason", "reason_utf8", "reason_len"},
 }
 ALL_MATCH_KEYS = set().union(*MATCH_KEYS.values())
-_EXPECT_OPTIONS = ("any_of", "all_of", "allow", "within_ms", "level", "unsupported_if", "closed")
 
 
 def _kind(value: Any) -> str:
@@ -312,53 +312,32 @@ class Micromessage2Adapter(ProtocolAdapter):
 
 
 def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
-    problems: list[tuple[tuple, str]] = []
+    def send(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
+        return [] if set(spec) == {"hex"} else check(spec, SEND_KEYS, path, sending=True)
 
-    def check_steps(steps: list, path: tuple) -> None:
-        for i, step in enumerate(steps):
-            if not isinstance(step, dict):
-                continue
-            if "send" in step and isinstance(step["send"], dict):
-                if set(step["send"]) != {"hex"}:
-                    check(step["send"], SEND_KEYS, path + (i, "send"), sending=True)
-            if "expect" in step and isinstance(step["expect"], dict):
-                spec = step["expect"]
-                for option in ("any_of", "all_of", "allow"):
-                    for j, alt in enumerate(spec.get(option) or []):
-                        if isinstance(alt, dict) and not alt.get("closed"):
-                            check(alt, MATCH_KEYS, path + (i, "expect", option, j), sending=False)
-                rest = {k: v for k, v in spec.items() if k not in _EXPECT_OPTIONS}
-                if rest:
-                    check(rest, MATCH_KEYS, path + (i, "expect"), sending=False)
-            if "repeat" in step and isinstance(step["repeat"], dict):
-                check_steps(step["repeat"].get("steps", []), path + (i, "repeat", "steps"))
+    def match(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
+        return check(spec, MATCH_KEYS, path, sending=False)
 
-    def check(spec: dict, table: dict[str, set[str]], path: tuple, sending: bool) -> None:
+    def check(spec: dict, table: dict[str, set[str]], path: tuple, sending: bool) -> list[tuple[tuple, str]]:
         if sending and "frame" not in spec:
-            problems.append((path, "a frame sent by fields needs `frame:` (handshake, send, command, extension or error)"))
-            return
+            return [(path, "a frame sent by fields needs `frame:` (handshake, send, command, extension or error)")]
         try:
             kind = _kind(spec["frame"]) if "frame" in spec else None
         except CodecError as exc:
-            problems.append((path + ("frame",), str(exc)))
-            return
+            return [(path + ("frame",), str(exc))]
         allowed = table[kind] if kind else ALL_MATCH_KEYS
         unknown = sorted(set(spec) - allowed)
         if unknown:
             what = f"{kind} frame" if kind else "Micromessage2 frame"
-            problems.append((path + (unknown[0],), f"unknown {what} field {unknown[0]!r} (known: {', '.join(sorted(allowed))})"))
-            return
+            return [(path + (unknown[0],), f"unknown {what} field {unknown[0]!r} (known: {', '.join(sorted(allowed))})")]
         if sending and not any(isinstance(v, str) and v.startswith("=") for v in _leaves(spec)):
             try:
                 encode(spec, "tcp")
             except (CodecError, ValueError, TypeError, KeyError, AttributeError) as exc:
-                problems.append((path, f"cannot encode this frame: {exc}"))
+                return [(path, f"cannot encode this frame: {exc}")]
+        return []
 
-    check_steps(case.get("steps", []), ("steps",))
-    for j, noise in enumerate(case.get("noise") or []):
-        if isinstance(noise, dict):
-            check(noise, MATCH_KEYS, ("noise", j), sending=False)
-    return problems
+    return check_frame_specs(case, send=send, match=match)
 
 
 def _leaves(value: Any):

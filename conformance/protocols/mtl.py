@@ -48,6 +48,7 @@ from typing import Any
 
 from conformance import wirelog
 from conformance.protocols.base import Frame, ProtocolAdapter
+from conformance.protocols.frame_specs import check_frame_specs
 from conformance.protocols.zmtp_channel import (
     ZMTP_MATCH_KEYS, ZMTP_SEND_KEYS, ZmtpReader, encode_parts, encode_zmtp, handshake,
 )
@@ -299,44 +300,34 @@ def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
     problems: list[tuple[tuple, str]] = []
     match_keys = ZMTP_MATCH_KEYS | DATA_MATCH_KEYS | REPLY_KEYS
 
-    def check_steps(steps: list, path: tuple) -> None:
-        for i, step in enumerate(steps):
-            if not isinstance(step, dict):
-                continue
-            send = step.get("send")
-            if isinstance(send, dict) and not ({"hex"} >= set(send)):
-                if "zmtp" in send:
-                    allowed = ZMTP_SEND_KEYS
-                elif "frames" in send:
-                    allowed = {"frames", "long"}
-                elif "command" in send:
-                    allowed = CONTROL_SEND_KEYS
-                else:
-                    allowed = DATA_SEND_KEYS
-                    if "type" not in send and str(send.get("kind", "")).lower() not in KINDS:
-                        problems.append((path + (i, "send", "kind"), f"unknown MTL data command {send.get('kind')!r} "
-                                         f"(known: {', '.join(KINDS)}); a control request names `command`"))
-                check(send, allowed, path + (i, "send"))
-            expect = step.get("expect")
-            if isinstance(expect, dict):
-                for j, alt in enumerate(expect.get("any_of", [])):
-                    check(alt, match_keys | {"closed"}, path + (i, "expect", "any_of", j))
-                for j, alt in enumerate(expect.get("all_of", [])):
-                    check(alt, match_keys, path + (i, "expect", "all_of", j))
-                rest = {k: v for k, v in expect.items()
-                        if k not in ("any_of", "all_of", "allow", "within_ms", "level", "unsupported_if", "closed",
-                                     "save")}
-                check(rest, match_keys, path + (i, "expect"))
-            if isinstance(step.get("repeat"), dict):
-                check_steps(step["repeat"].get("steps", []), path + (i, "repeat", "steps"))
+    def send(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
+        if {"hex"} >= set(spec):
+            return []
+        if "zmtp" in spec:
+            allowed = ZMTP_SEND_KEYS
+        elif "frames" in spec:
+            allowed = {"frames", "long"}
+        elif "command" in spec:
+            allowed = CONTROL_SEND_KEYS
+        else:
+            allowed = DATA_SEND_KEYS
+            if "type" not in spec and str(spec.get("kind", "")).lower() not in KINDS:
+                problems.append((path + ("kind",), f"unknown MTL data command {spec.get('kind')!r} "
+                                 f"(known: {', '.join(KINDS)}); a control request names `command`"))
+        check(spec, allowed, path)
+        return []
+
+    def match(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
+        check(spec, match_keys, path)
+        return []
 
     def check(spec: dict, allowed: set[str], path: tuple) -> None:
         unknown = sorted(set(spec) - allowed)
         if unknown:
             problems.append((path + (unknown[0],), f"unknown MTL field {unknown[0]!r} (known: {', '.join(sorted(allowed))})"))
 
-    check_steps(case.get("steps", []), ("steps",))
-    return problems
+    walked = check_frame_specs(case, send=send, match=match)
+    return walked + problems
 
 
 # -- the reference target --------------------------------------------------------------

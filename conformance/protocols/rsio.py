@@ -45,6 +45,7 @@ import asyncio
 from typing import Any
 
 from conformance.protocols.base import Frame, ProtocolAdapter, _in_range, _show
+from conformance.protocols.frame_specs import check_frame_specs
 from conformance.scenario.values import build_payload, payload_matches, short
 from reference_impl.common.errors import CodecError, IncompleteFrame
 from reference_impl.common.varint import encode_uvarint
@@ -341,7 +342,6 @@ class RsioAdapter(ProtocolAdapter):
 
 
 _MISSING = object()
-_EXPECT_OPTIONS = ("any_of", "all_of", "allow", "within_ms", "level", "unsupported_if", "closed")
 
 
 def _allowed_keys(spec: dict[str, Any], *, send: bool) -> set[str] | None:
@@ -373,37 +373,23 @@ def _allowed_keys(spec: dict[str, Any], *, send: bool) -> set[str] | None:
 def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
     problems: list[tuple[tuple, str]] = []
 
-    def check_steps(steps: list, path: tuple) -> None:
-        for i, step in enumerate(steps):
-            if not isinstance(step, dict):
-                continue
-            if isinstance(step.get("send"), dict):
-                send = step["send"]
-                if "batch" in send:
-                    if set(send) != {"batch"} or not isinstance(send["batch"], list) or not send["batch"]:
-                        problems.append((path + (i, "send", "batch"), "batch is a non-empty list of frames, alone in its send"))
-                        continue
-                    for j, frame in enumerate(send["batch"]):
-                        if not isinstance(frame, dict) or "batch" in frame:
-                            problems.append((path + (i, "send", "batch", j), "a batch item is one frame"))
-                        else:
-                            check_frame(frame, path + (i, "send", "batch", j), send_side=True)
-                elif not ({"hex"} >= set(send) or {"text"} >= set(send)):
-                    check_frame(send, path + (i, "send"), send_side=True)
-            if isinstance(step.get("expect"), dict):
-                spec = step["expect"]
-                for option in ("any_of", "all_of", "allow"):
-                    for j, alt in enumerate(spec.get(option, [])):
-                        if isinstance(alt, dict) and not (option == "any_of" and alt.get("closed")):
-                            check_frame(alt, path + (i, "expect", option, j), send_side=False)
-                if isinstance(spec.get("unsupported_if"), dict):
-                    check_frame(spec["unsupported_if"], path + (i, "expect", "unsupported_if"), send_side=False)
-                rest = {k: v for k, v in spec.items() if k not in _EXPECT_OPTIONS}
-                if rest or not any(k in spec for k in ("any_of", "all_of")):
-                    check_frame(rest, path + (i, "expect"), send_side=False)
-            if isinstance(step.get("repeat"), dict):
-                check_steps(step["repeat"].get("steps", []), path + (i, "repeat", "steps"))
-        return None
+    def send(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
+        if "batch" in spec:
+            if set(spec) != {"batch"} or not isinstance(spec["batch"], list) or not spec["batch"]:
+                problems.append((path + ("batch",), "batch is a non-empty list of frames, alone in its send"))
+                return []
+            for j, frame in enumerate(spec["batch"]):
+                if not isinstance(frame, dict) or "batch" in frame:
+                    problems.append((path + ("batch", j), "a batch item is one frame"))
+                else:
+                    check_frame(frame, path + ("batch", j), send_side=True)
+        elif not ({"hex"} >= set(spec) or {"text"} >= set(spec)):
+            check_frame(spec, path, send_side=True)
+        return []
+
+    def match(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
+        check_frame(spec, path, send_side=False)
+        return []
 
     def check_frame(spec: dict, path: tuple, *, send_side: bool) -> None:
         allowed = _allowed_keys(spec, send=send_side)
@@ -438,8 +424,8 @@ def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
         except (CodecError, ValueError, TypeError) as exc:
             problems.append((path, str(exc)))
 
-    check_steps(case.get("steps", []), ("steps",))
-    return problems
+    walked = check_frame_specs(case, send=send, match=match)
+    return walked + problems
 
 
 # -- reference target --------------------------------------------------------------

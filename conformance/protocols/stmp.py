@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from conformance.protocols.base import Frame, ProtocolAdapter
+from conformance.protocols.frame_specs import check_frame_specs
 from conformance.scenario.values import build_payload, short
 from reference_impl.common.errors import CodecError
 from reference_impl.stmp import codec
@@ -177,39 +178,29 @@ def normalize(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
-    problems: list[tuple[tuple, str]] = []
+    def send(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
+        keys = set(spec)
+        if {"hex"} >= keys or {"text"} >= keys:
+            return []
+        return check_keys(spec, SEND_KEYS, path)
 
-    def check_steps(steps: list, path: tuple) -> None:
-        for i, step in enumerate(steps):
-            if not isinstance(step, dict):
-                continue
-            if "send" in step and isinstance(step["send"], dict):
-                keys = set(step["send"])
-                if not ({"hex"} >= keys or {"text"} >= keys):
-                    check_keys(step["send"], SEND_KEYS, path + (i, "send"))
-            if "expect" in step and isinstance(step["expect"], dict):
-                spec = step["expect"]
-                for j, alt in enumerate(spec.get("any_of", [])):
-                    check_keys(alt, MATCH_KEYS | {"closed"}, path + (i, "expect", "any_of", j))
-                rest = {k: v for k, v in spec.items() if k not in ("any_of", "within_ms", "level", "unsupported_if", "closed")}
-                check_keys(rest, MATCH_KEYS, path + (i, "expect"))
-            if "repeat" in step and isinstance(step["repeat"], dict):
-                check_steps(step["repeat"].get("steps", []), path + (i, "repeat", "steps"))
+    def match(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
+        return check_keys(spec, MATCH_KEYS, path)
 
-    def check_keys(spec: dict, allowed: set[str], path: tuple) -> None:
+    def check_keys(spec: dict, allowed: set[str], path: tuple) -> list[tuple[tuple, str]]:
         unknown = sorted(set(spec) - allowed)
         if unknown:
-            problems.append((path + (unknown[0],), f"unknown STMP field {unknown[0]!r} (known: {', '.join(sorted(allowed))})"))
-            return
+            return [(path + (unknown[0],), f"unknown STMP field {unknown[0]!r} (known: {', '.join(sorted(allowed))})")]
+        problems = []
         try:
             normalize({k: v for k, v in spec.items() if not (isinstance(v, str) and v.startswith("="))})
         except (CodecError, ValueError) as exc:
             problems.append((path, str(exc)))
         if spec.get("form", "binary") not in FORMS:
             problems.append((path + ("form",), f"form must be one of {', '.join(FORMS)}"))
+        return problems
 
-    check_steps(case.get("steps", []), ("steps",))
-    return problems
+    return check_frame_specs(case, send=send, match=match)
 
 
 async def start_reference(transport: str, params: dict[str, int]):

@@ -18,6 +18,7 @@ from conformance.channels import Channel, ChannelError, Deadline, TcpChannel, Ws
 from conformance.faultproxy import FaultProxy
 from conformance.grading import Grade, grade_for_violation, worst
 from conformance.protocols.base import Frame, ProtocolAdapter
+from conformance.protocols.frame_specs import EXPECT_OPTIONS
 from conformance.scenario.loader import Case
 from conformance.scenario.values import ValueError_, millis, substitute
 from conformance.suite_server import SuiteServer
@@ -29,7 +30,7 @@ CONNECT_TIMEOUT = 5.0
 MAX_MACRO_DEPTH = 4
 WS_MAX_MESSAGE = 64 * 1024 * 1024
 _YIELD_EVERY = 256
-_OPTION_KEYS = ("within_ms", "level", "any_of", "all_of", "allow", "unsupported_if", "closed", "save")
+_OPTION_KEYS = EXPECT_OPTIONS  # one list with the load-time check
 
 ClientLauncher = Callable[[str, str], Awaitable[int]]
 

@@ -1,0 +1,99 @@
+"""Where a case names frames, for every adapter's load-time ``frame_check``.
+
+The runner reads frames from these places in a case: a step's ``send``; an
+``expect``'s own fields, its ``any_of`` / ``all_of`` alternatives, its
+``allow`` list and its ``unsupported_if``; the case's ``noise``; and all of
+that again inside ``repeat``.  Each adapter used to walk that tree itself and
+the copies drifted (some skipped ``allow`` or ``unsupported_if``), so a typo
+there went unnoticed until the case ran.  This walk is the one copy; adapters
+only say what a valid sent or matched frame of their protocol looks like.
+
+It also refuses the shapes the runner would silently half-ignore: fields
+beside ``any_of``/``all_of`` (the runner only reads the list), both lists in
+one expect, and a ``closed`` alternative that names other fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+#: Keys of an expect step that shape the wait rather than describe a frame.
+EXPECT_OPTIONS = ("within_ms", "level", "any_of", "all_of", "allow", "unsupported_if", "closed", "save")
+
+Problem = tuple[tuple, str]
+Check = Callable[[dict[str, Any], tuple], Iterable[Problem]]
+
+
+def check_frame_specs(case: dict[str, Any], *, send: Check, match: Check) -> list[Problem]:
+    """Problems with the frames a case names, as (path inside the case, message).
+
+    ``send(spec, path)`` sees every sent frame spec (hex forms included: the
+    adapter knows its own raw forms); ``match(spec, path)`` every frame spec
+    matched against the target's frames, options already taken out.
+    """
+    problems: list[Problem] = []
+    _steps(case.get("steps"), ("steps",), send, match, problems)
+    noise = case.get("noise")
+    if isinstance(noise, list):
+        for j, spec in enumerate(noise):
+            _match_one(spec, ("noise", j), match, problems)
+    return problems
+
+
+def _steps(steps: Any, path: tuple, send: Check, match: Check, problems: list[Problem]) -> None:
+    if not isinstance(steps, list):
+        return  # the schema reports a malformed step list
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            continue
+        if isinstance(step.get("send"), dict):
+            problems.extend(send(step["send"], path + (i, "send")))
+        if isinstance(step.get("expect"), dict):
+            _expect(step["expect"], path + (i, "expect"), match, problems)
+        if isinstance(step.get("repeat"), dict):
+            _steps(step["repeat"].get("steps"), path + (i, "repeat", "steps"), send, match, problems)
+
+
+def _expect(spec: dict[str, Any], path: tuple, match: Check, problems: list[Problem]) -> None:
+    fields = {k: v for k, v in spec.items() if k not in EXPECT_OPTIONS}
+    lists = [key for key in ("any_of", "all_of") if key in spec]
+    if len(lists) > 1:
+        problems.append((path + ("all_of",), "an expect takes any_of or all_of, not both"))
+    if lists and fields:
+        first = sorted(fields)[0]
+        problems.append((path + (first,), f"field {first!r} beside {lists[0]} would be ignored: "
+                                          f"put it in each alternative"))
+    for key in lists:
+        alternatives = spec[key]
+        if not isinstance(alternatives, list) or not alternatives:
+            problems.append((path + (key,), f"{key} is a non-empty list of frames"))
+            continue
+        for j, alt in enumerate(alternatives):
+            if key == "any_of" and isinstance(alt, dict) and "closed" in alt:
+                if set(alt) != {"closed"} or alt["closed"] is not True:
+                    problems.append((path + (key, j), "a close alternative is exactly {closed: true}"))
+                continue
+            _match_one(alt, path + (key, j), match, problems)
+    if not lists:
+        _match_one(fields, path, match, problems)
+    allow = spec.get("allow")
+    if allow is not None:
+        if not isinstance(allow, list):
+            problems.append((path + ("allow",), "allow is a list of frames the target may send meanwhile"))
+        else:
+            for j, alt in enumerate(allow):
+                _match_one(alt, path + ("allow", j), match, problems)
+    if "unsupported_if" in spec:
+        _match_one(spec["unsupported_if"], path + ("unsupported_if",), match, problems)
+    save = spec.get("save")
+    if save is not None and not (isinstance(save, dict)
+                                 and all(isinstance(k, str) and isinstance(v, str) for k, v in save.items())):
+        problems.append((path + ("save",), "save maps variable names to field names"))
+
+
+def _match_one(spec: Any, path: tuple, match: Check, problems: list[Problem]) -> None:
+    if not isinstance(spec, dict):
+        problems.append((path, "a frame to match is a mapping of fields"))
+        return
+    problems.extend(match(spec, path))
