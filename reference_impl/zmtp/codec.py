@@ -12,6 +12,7 @@ the sender only, and libzmq reads it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from reference_impl.common.errors import CodecError, IncompleteFrame
@@ -89,24 +90,32 @@ class StreamDecoder:
         self._needed = 1  # octets the buffer must hold before parsing is worth trying
 
     def feed(self, data: bytes) -> list[Frame]:
+        """Every frame ``data`` completes; on invalid octets, raises (frames before them are lost)."""
+        return list(self.frames(data))
+
+    def frames(self, data: bytes) -> Iterator[Frame]:
+        """Like :meth:`feed`, one frame at a time: a valid frame and then garbage
+        in one read still hands the frame over before the error is raised, so a
+        connection acts on what the peer said before it broke the stream."""
         self._buffer += data
-        frames: list[Frame] = []
         start = 0
-        while len(self._buffer) - start >= self._needed:
-            with memoryview(self._buffer) as whole, whole[start:] as view:
-                try:
-                    flags, header, size = frame_header(view, self.max_frame)
-                except IncompleteFrame:
-                    self._needed = 9 if view[0] & LONG else 2
-                    break
-                if len(view) < header + size:
-                    self._needed = header + size
-                    break
-                frames.append(Frame(bytes(view[header:header + size]), bool(flags & MORE), bool(flags & COMMAND)))
-            start += header + size
-            self._needed = 1
-        del self._buffer[:start]
-        return frames
+        try:
+            while len(self._buffer) - start >= self._needed:
+                with memoryview(self._buffer) as whole, whole[start:] as view:
+                    try:
+                        flags, header, size = frame_header(view, self.max_frame)
+                    except IncompleteFrame:
+                        self._needed = 9 if view[0] & LONG else 2
+                        break
+                    if len(view) < header + size:
+                        self._needed = header + size
+                        break
+                    frame = Frame(bytes(view[header:header + size]), bool(flags & MORE), bool(flags & COMMAND))
+                start += header + size
+                self._needed = 1
+                yield frame
+        finally:
+            del self._buffer[:start]
 
     @property
     def buffered(self) -> int:

@@ -189,7 +189,7 @@ class Connection:
                 if self._greeting.greeting is not None:
                     self._begin_handshake(self._greeting.greeting, now)
             if self._frames is not None and data:
-                for frame in self._frames.feed(data):
+                for frame in self._frames.frames(data):
                     if self.phase is Phase.CLOSED:
                         break
                     self._on_frame(frame, now)

@@ -232,3 +232,25 @@ def test_noise_after_the_greeting_only_closes(kind: str, noise: bytes, prefix: b
     assert all(isinstance(e, (ConnectionClosed, HandshakeComplete, Message, Ping, Pong, Error, Subscribe))
                or type(e).__module__.endswith("commands") for e in out.events)
     assert conn.phase is Phase.CLOSED or not any(isinstance(e, ConnectionClosed) for e in out.events)
+
+
+def test_a_message_before_garbage_in_one_read_is_delivered_then_the_stream_fails() -> None:
+    a, b = Connection("DEALER"), Connection("DEALER")
+    exchange(a, b)
+    # one read: a whole message "hi" (flags 00, size 02), then a frame with reserved flag bits (0x80)
+    out = b.receive_data(bytes.fromhex("00 02 6869 80 00"), 1.0)
+    assert out.events[0] == Message([b"hi"])
+    assert isinstance(out.events[1], ConnectionClosed) and len(out.events) == 2
+
+
+def test_stream_decoder_hands_over_frames_before_the_error_one_at_a_time() -> None:
+    from reference_impl.common.errors import CodecError
+    from reference_impl.zmtp.codec import StreamDecoder
+
+    decoder = StreamDecoder()
+    frames = decoder.frames(bytes.fromhex("01 01 61 00 01 62 80 00"))
+    assert next(frames) == Frame(b"a", more=True)
+    assert next(frames) == Frame(b"b")
+    with pytest.raises(CodecError):
+        next(frames)
+    assert decoder.buffered == 2  # the bad frame's octets, the good ones consumed
