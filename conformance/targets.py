@@ -15,10 +15,13 @@ Servers are started once per run and stopped by the handle that started them.
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -171,10 +174,12 @@ class CommandTarget(Target):
     def _spawn(self, transport: str):
         port = free_port()
         argv = shlex.split(self.command.replace("{port}", str(port)).replace("{transport}", transport))
+        if not argv or shutil.which(argv[0]) is None:
+            raise TargetError(f"cannot start {argv[0] if argv else self.command!r}: no such program")
         output = tempfile.TemporaryFile()
         try:
-            proc = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(_dies_with_us(argv), stdout=output, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             raise TargetError(f"cannot start {argv[0]!r}: {exc}") from exc
         if not wait_listening(port, time.monotonic() + STARTUP_TIMEOUT, lambda: proc.poll() is None):
@@ -224,6 +229,24 @@ class CommandTarget(Target):
         for proc, _, output in self._procs.values():
             self._stop(proc)
             output.close()
+
+
+#: Exec'd in the child: the kernel sends it SIGTERM when the suite dies, even by
+#: SIGKILL (its own session keeps it away from the terminal's signals, so without
+#: this a killed suite would leave the target listening).  PDEATHSIG survives the
+#: exec, so the target itself keeps the PID we stop it by.
+_PARENT_DEATH_EXEC = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
+    "if os.getppid() != int(sys.argv[1]): sys.exit(70)  # the suite died before the prctl\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def _dies_with_us(argv: list[str]) -> list[str]:
+    if not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-I", "-c", _PARENT_DEATH_EXEC, str(os.getpid()), *argv]
 
 
 def parse_target(spec: str, *, name: str | None = None, client_command: str | None = None) -> Target:
