@@ -22,10 +22,24 @@ from conformance.paths import scenarios_dir
 from conformance.protocols import KNOWN, adapter_for, available
 
 
+#: serve flags that mean something to one protocol only, and their defaults.
+_SERVE_FLAGS_OF = {
+    "mc0": {"curve_secret": None, "null": False},
+    "micromessage2": {"read_timeout": None},
+    "mtl": {"redeliver": None, "data_port": 0, "anonymous": False, "auth_ttl": None},
+}
+
+
 def _serve(args: argparse.Namespace) -> int:
     if args.role == "client" and not (args.connect and args.testcase):
         print("conformance serve: --role client needs --connect URL and --testcase NAME", file=sys.stderr)
         return 2
+    for protocol, flags in _SERVE_FLAGS_OF.items():
+        given = [name for name, default in flags.items() if getattr(args, name) != default]
+        if given and args.protocol != protocol:
+            flag = "--" + given[0].replace("_", "-")
+            print(f"conformance serve: {flag} is a {protocol} option, not {args.protocol}'s", file=sys.stderr)
+            return 2
     try:
         return adapter_for(args.protocol).serve(args)
     except KeyboardInterrupt:
@@ -126,6 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--heartbeat-timeout", type=float, default=15.0, help="seconds")
     serve.add_argument("--curve-secret", help="mc0: the broker's CURVE secret key file")
     serve.add_argument("--null", action="store_true", help="mc0: allow the NULL mechanism")
+    serve.add_argument("--read-timeout", type=float, default=None,
+                       help="micromessage2: seconds a frame may stay incomplete")
+    serve.add_argument("--redeliver", type=float, default=None,
+                       help="mtl: seconds before an unconfirmed Content is sent again")
+    serve.add_argument("--data-port", type=int, default=0, help="mtl: the data port (0: the OS picks)")
+    serve.add_argument("--anonymous", action="store_true", help="mtl: answer Connection.Open with 201 Ready")
+    serve.add_argument("--auth-ttl", type=float, default=None, help="mtl: seconds an authentication lasts")
 
     run = sub.add_parser("run", help="run the suite (pytest) against a target; extra args after -- go to pytest")
     run.add_argument("protocols", nargs="+", help="protocol names, or all")

@@ -367,7 +367,8 @@ def serve(args) -> int:
     if args.role == "client":
         return asyncio.run(run_reference_client(args.connect, args.testcase))
     from reference_impl.micromessage2.server import run_server
-    run_server(args.host, args.port)
+    timers = {"read_timeout": args.read_timeout} if getattr(args, "read_timeout", None) is not None else {}
+    run_server(args.host, args.port, **timers)
     return 0
 
 

@@ -351,8 +351,11 @@ def serve(args) -> int:
     if args.role == "client":
         return asyncio.run(run_reference_client(args.connect, args.testcase))
     from reference_impl.mtl.server import run_server
-    run_server(args.host, args.port, heartbeat_interval=args.heartbeat_interval,
-               heartbeat_timeout=args.heartbeat_timeout)
+    options = {"redeliver_after": getattr(args, "redeliver", None), "auth_ttl": getattr(args, "auth_ttl", None)}
+    run_server(args.host, args.port, data_port=getattr(args, "data_port", 0),
+               heartbeat_interval=args.heartbeat_interval, heartbeat_timeout=args.heartbeat_timeout,
+               anonymous=getattr(args, "anonymous", False),
+               **{k: v for k, v in options.items() if v is not None})
     return 0
 
 
