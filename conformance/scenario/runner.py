@@ -208,14 +208,17 @@ class CaseRunner:
         return stream
 
     async def _connect(self, spec: dict[str, Any]) -> None:
-        """A further channel to the target's host on another port (e.g. MTL's data port from a 202 reply)."""
-        name, port = spec["channel"], spec["port"]
-        if self._target_url is None or not isinstance(port, int) or not 0 < port < 65536:
+        """A further channel to the target: a second client on its own address (no port: fan-out,
+        one client against another) or another port on its host (e.g. MTL's data port from a 202 reply)."""
+        name, port = spec["channel"], spec.get("port")
+        if self._target_url is None or not (port is None or isinstance(port, int) and 0 < port < 65536):
             raise ValueError_(f"connect needs a server-role target and a port number, got {port!r}")
         if name in self.streams:
             raise ValueError_(f"channel {name!r} is already open")
-        parts = urlsplit(self._target_url)
-        url = urlunsplit((parts.scheme, f"{parts.hostname}:{port}", parts.path, parts.query, ""))
+        url = self._target_url
+        if port is not None:
+            parts = urlsplit(self._target_url)
+            url = urlunsplit((parts.scheme, f"{parts.hostname}:{port}", parts.path, parts.query, ""))
         self.log.note(f"channel {name}: {url}")
         if self.case.fault:
             proxy = await FaultProxy.start(url, self.case.fault, self.log)

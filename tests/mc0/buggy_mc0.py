@@ -18,6 +18,7 @@ BUGS = {
     "odd-headers-stop-serving",  # answers ERROR to an odd header count, then serves nobody
     "ok-after-error",           # an unknown verb with ID gets ERROR and then OK too
     "prefix-match",             # a subscription to t also receives PUTs to t.x (ZeroMQ SUB semantics)
+    "fan-out-to-one",           # a PUT reaches one subscriber of its topic, not all of them
     "drops-x-headers",          # MESSAGE leaves out the PUT's X- headers
     "no-ttl-expiry",            # never finds a silent client absent
     "no-noop",                  # never NOOPs a quiet client (a SHOULD)
@@ -51,6 +52,8 @@ class BuggyBroker(Broker):
         return sends
 
     def matching(self, topic: bytes) -> set:
+        if self.bug == "fan-out-to-one":
+            return set(list(super().matching(topic))[:1])
         if self.bug != "prefix-match":
             return super().matching(topic)
         return {peer for t, peers in self.subscribers.items() if topic.startswith(t) for peer in peers}

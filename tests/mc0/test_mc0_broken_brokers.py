@@ -18,6 +18,7 @@ BUG_TO_CASE = [
     ("odd-headers-stop-serving", "mc0/error-disconnect/odd-header-count", "nothing arrived"),
     ("ok-after-error", "mc0/error-disconnect/unknown-verb-error-only", "mc0 OK ID='7'"),
     ("prefix-match", "mc0/pubsub/prefix-not-delivered", "mc0 MESSAGE TOPIC='a.b'"),
+    ("fan-out-to-one", "mc0/pubsub/fan-out-to-every-subscriber", "nothing arrived"),
     ("drops-x-headers", "mc0/extension-index/x-headers-forwarded", "header_list"),
     ("no-ttl-expiry", "mc0/error-disconnect/ttl-expiry-drops-subscriptions", "mc0 MESSAGE TOPIC='ttl'"),
 ]

@@ -23,6 +23,7 @@ BUG_TO_CASE = [
     ("window-overrun", "micromessage2/ack-wrap/batch-ack-default-10"),
     ("large-threshold-512", "micromessage2/split-message/payload-256"),
     ("large-threshold-512", "micromessage2/split-message/payload-300-and-512"),
+    ("fan-out-to-one", "micromessage2/pubsub/fan-out-to-every-subscriber"),
 ]
 
 
