@@ -19,7 +19,9 @@ Without it a NULL client is refused at the greeting (mechanism mismatch).
 Bounds: reads wait at most ``POLL`` seconds (handshake timeouts tick), a
 write to the sender is drained within ``timeout`` seconds, and a peer whose
 unsent output exceeds ``max_backlog`` octets is disconnected rather than
-buffered without end.
+buffered without end.  A connection that ends with output still unsent gets
+``CLOSE_TIMEOUT`` seconds to flush it, then is aborted: a plain close waits
+for the peer to read, which a peer that stopped reading never does.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from reference_impl.zmtp.mechanism import MechanismConfig
 from reference_impl.zmtp.null import NullConfig
 
 POLL = 0.5
+CLOSE_TIMEOUT = 2.0
 READ_CHUNK = 256 * 1024
 #: Signature and major version: the greeting octets that do not depend on the mechanism.
 GREETING_PREFIX = encode_greeting(Greeting("CURVE", True, 3, 1))[:11]
@@ -113,7 +116,7 @@ class Mc0Server:
         finally:
             self._peers.pop(peer, None)
             self.broker.detach(peer)
-            writer.close()
+            await _close(writer)
 
     async def _serve(self, peer: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
@@ -176,11 +179,12 @@ class Mc0Server:
     def _deliver(self, sends: list[Send]) -> None:
         for send in sends:
             target = self._peers.get(send.peer)
-            if target is None or target.connection.phase is not Phase.TRAFFIC:
+            if target is None or target.connection.phase is not Phase.TRAFFIC or target.writer.is_closing():
                 continue
             target.writer.write(target.connection.send(Message(send.frames)).data)
             if target.writer.transport.get_write_buffer_size() > self.max_backlog:
-                target.writer.close()  # a peer that does not read is dropped, not buffered without end
+                # a peer that does not read is dropped, not buffered without end; close() would wait for it to read
+                target.writer.transport.abort()
 
     async def _ticker(self) -> None:
         loop = asyncio.get_running_loop()
@@ -189,10 +193,31 @@ class Mc0Server:
             wait = POLL if deadline is None else min(POLL, max(0.0, deadline - loop.time()) + 0.001)
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), wait)
+                # not wait_for: on 3.11 it swallows a cancel that comes as the wake-up does, and close()
+                # would wait its whole timeout for a ticker that never ends
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
             except TimeoutError:
                 pass
             self._deliver(self.broker.tick(loop.time()))
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    """Close, flushing what is unsent for at most CLOSE_TIMEOUT seconds, then abort.
+
+    ``StreamWriter.close`` keeps the socket (and its unsent octets) until the
+    peer has read them all: a peer that stopped reading would hold both forever.
+    """
+    writer.close()
+    try:
+        await asyncio.wait_for(writer.wait_closed(), CLOSE_TIMEOUT)
+    except TimeoutError:
+        writer.transport.abort()
+    except asyncio.CancelledError:  # the server closing: no more waiting
+        writer.transport.abort()
+        raise
+    except (ConnectionError, OSError):
+        pass
 
 
 async def start_server(host: str = "127.0.0.1", port: int = 0, **options) -> Mc0Server:

@@ -19,6 +19,9 @@ SIGINT/SIGTERM.  ``options`` are the fields of
 
 Bounds: a peer whose unsent output passes ``max_buffered`` octets is
 dropped (a reader that does not read); frames are limited to ``max_frame``.
+A peer closed with output still unsent gets ``CLOSE_TIMEOUT`` seconds to
+flush it, then is aborted: a plain close waits for the peer to read, which a
+peer that stopped reading never does.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ READ_CHUNK = 256 * 1024
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
 MAX_BUFFERED = 64 * 1024 * 1024
 HANDSHAKE_TIMEOUT = 10.0
+CLOSE_TIMEOUT = 2.0
 TICK = 0.05
 
 
@@ -82,7 +86,7 @@ class Peer:
                 self._write(out.data)
                 self._apply(out.events, b"")
                 if self.writer.transport.get_write_buffer_size() > self.server.max_buffered:
-                    self.close()
+                    self.close(abort=True)
                 with contextlib.suppress(TimeoutError, ConnectionError, OSError):
                     await asyncio.wait_for(self.writer.drain(), 5)
         finally:
@@ -119,20 +123,31 @@ class Peer:
             return
         self._write(self.zmtp.send(Message(list(frames))).data)
         if self.writer.transport.get_write_buffer_size() > self.server.max_buffered:
-            self.close()
+            self.close(abort=True)
 
     def _write(self, data: bytes) -> None:
         if data and not self.closed:
             self.writer.write(data)
 
-    def close(self) -> None:
+    def close(self, *, abort: bool = False) -> None:
+        """Close now; unsent output gets CLOSE_TIMEOUT seconds to leave (none with ``abort``), then is dropped.
+
+        ``StreamWriter.close`` alone keeps the socket and its unsent octets until
+        the peer has read them all: a peer that stopped reading would hold both forever.
+        """
         if self.closed:
             return
         self.closed = True
         if self.kind == "data":
             self.server.broker.data_close(self)
         self.server.peers.discard(self)
+        transport = self.writer.transport
+        if abort:
+            transport.abort()
+            return
         self.writer.close()
+        if transport.get_write_buffer_size():
+            asyncio.get_running_loop().call_later(CLOSE_TIMEOUT, transport.abort)  # a no-op once it has closed
 
 
 class MtlServer:

@@ -85,10 +85,12 @@ class Output:
 
 
 class Broker:
-    def __init__(self, options: BrokerOptions | None = None, data_port: int = 0) -> None:
+    def __init__(self, options: BrokerOptions | None = None, data_port: int = 0,
+                 credentials: Credentials | None = None) -> None:
+        """``credentials``: verifiers already derived for ``options.users`` (deriving takes a PBKDF2 per user)."""
         self.options = options or BrokerOptions()
         self.data_port = data_port
-        self.credentials = Credentials(self.options.users)
+        self.credentials = credentials or Credentials(self.options.users)
         self._control = ControlOptions(self.credentials, tuple(self.options.profiles), self.options.anonymous,
                                        tuple(self.options.mechanisms), self.options.auth_ttl)
         self.leases: dict[str, LeaseGrant] = {}
@@ -110,7 +112,11 @@ class Broker:
         self.sessions[key] = DataSession(key, last_rx=now, last_tx=now)
 
     def data_close(self, key: Any) -> None:
-        self.sessions.pop(key, None)
+        session = self.sessions.pop(key, None)
+        if session is not None and session.lease is not None:
+            # The lease belonged to this connection alone and dies with it (presented anywhere else it is 403
+            # either way); kept, its grant would pin the closed connection's key, and all it holds, forever.
+            self.leases.pop(session.lease.token, None)
 
     def data_message(self, key: Any, frames: list[bytes], now: float) -> Output:
         out = Output()

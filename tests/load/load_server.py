@@ -1,6 +1,6 @@
 """A reference server in its own process for the load tests, reporting on itself.
 
-    python tests/load/load_server.py stmp|micromessage2|rsio
+    python tests/load/load_server.py stmp|micromessage2|rsio|mc0|mtl
 
 Prints ``{"port": N}`` once listening, then answers lines on stdin:
 ``stats`` -> one JSON line (after a full GC): ``traced`` (tracemalloc
@@ -42,6 +42,12 @@ async def _start(protocol: str):
         return await start_server("127.0.0.1", 0)
     if protocol == "rsio":
         from reference_impl.rsio.server import start_server
+        return await start_server("127.0.0.1", 0)
+    if protocol == "mc0":  # CURVE with the test server key pair (reference_impl/mc0/testkeys.json)
+        from reference_impl.mc0.server import start_server
+        return await start_server("127.0.0.1", 0)
+    if protocol == "mtl":  # port = the control endpoint; 202 replies announce the data port
+        from reference_impl.mtl.server import start_server
         return await start_server("127.0.0.1", 0)
     raise SystemExit(f"unknown protocol {protocol!r}")
 

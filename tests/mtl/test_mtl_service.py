@@ -146,6 +146,23 @@ def test_before_lease_and_lease_ownership() -> None:
     assert a.got(a.send(Lease(7, other))) == [Response(7, 403)]  # one lease per connection
 
 
+def test_a_lease_dies_with_its_data_connection() -> None:
+    """Regression (tests/load/test_load_mtl.py): every grant ever presented stayed in ``leases``, its
+    ``owner`` pinning the closed connection's key (the server's Peer, with all it holds) forever."""
+    broker = Broker()
+    session = logged_in(broker)
+    tokens = [lease(broker, session), lease(broker, session)]
+    a, b = Flow(broker, "a"), Flow(broker, "b")
+    assert a.got(a.send(Lease(1, tokens[0]))) == [Response(1, 200)]
+    assert b.got(b.send(Lease(1, tokens[1]))) == [Response(1, 200)]
+    broker.data_close("a")
+    out = broker.tick(broker.options.heartbeat_timeout + 1.0)  # b is silent past the heartbeat timeout
+    assert out.closes == ["b"]
+    assert broker.leases == {} and broker.sessions == {}
+    c = Flow(broker, "c")
+    assert c.got(c.send(Lease(1, tokens[0]))) == [Response(1, 403)]  # as when its owner was alive
+
+
 def test_fan_out_and_dismiss() -> None:
     broker = Broker()
     session = logged_in(broker)
