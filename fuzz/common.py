@@ -26,6 +26,16 @@ def check(condition: bool, what: str) -> None:
         raise InvariantViolation(what)
 
 
+def must(what: str, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` where a CodecError is not allowed (re-encoding what decoded): a crash."""
+    from reference_impl.common.errors import CodecError
+
+    try:
+        return fn(*args, **kwargs)
+    except CodecError as exc:
+        raise InvariantViolation(f"{what}: {exc!r}") from None
+
+
 def split(data: bytes, seed: int) -> list[bytes]:
     """Cut ``data`` into non-empty chunks whose sizes come from ``seed`` (1 byte, a few, many, the rest)."""
     rng = random.Random(seed)

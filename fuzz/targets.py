@@ -24,10 +24,23 @@ class TargetInfo:
     max_len: int
 
 
+#: protocol -> (its targets' kinds: the codec, then the state machine; max input length).  mc0's state
+#: machine is the broker (its connections are ZMTP's, fuzzed by zmtp-connection).  mc0 inputs may be
+#: longer: frames past 4 KiB (ZMTP's long sizes, long header values) are part of its structure.
+PROTOCOL_TARGETS: dict[str, tuple[tuple[str, str], int]] = {
+    "stmp": (("codec", "connection"), 4096),
+    "micromessage2": (("codec", "connection"), 4096),
+    "rsio": (("codec", "connection"), 4096),
+    "zmtp": (("codec", "connection"), 4096),
+    "mtl": (("codec", "connection"), 4096),
+    "mc0": (("codec", "broker"), 16384),
+}
+
+
 def _targets() -> dict[str, TargetInfo]:
     out = {}
-    for protocol, max_len in (("stmp", 4096), ("micromessage2", 4096), ("rsio", 4096), ("zmtp", 4096)):
-        for kind in ("codec", "connection"):
+    for protocol, (kinds, max_len) in PROTOCOL_TARGETS.items():
+        for kind in kinds:
             name = f"{protocol}-{kind}"
             out[name] = TargetInfo(name, protocol, f"fuzz.{protocol}", max_len)
     return out

@@ -77,11 +77,69 @@ class PeerState:
 
 
 class Refused(Exception):
-    """A request the broker answers with ERROR."""
+    """A request the broker answers with ERROR.
 
-    def __init__(self, description: str) -> None:
+    ``code`` is stable (the vectors in vectors/mc0/ name it): ``unknown-verb``,
+    ``undefined-header``, ``repeated-header``, ``bad-version``, ``bad-ttl``,
+    ``no-separator``, ``no-topics``, ``no-topic``.  ``description`` is the
+    free text the ERROR carries.
+    """
+
+    def __init__(self, description: str, code: str = "refused") -> None:
         super().__init__(description)
         self.description = description
+        self.code = code
+
+
+def ttl_ms(value: bytes) -> int | None:
+    """A TTL value in milliseconds: a positive decimal integer up to MAX_TTL_MS (leading zeros allowed), else None.
+
+    The length is checked before converting: ``int()`` refuses strings of more than
+    4300 digits with ValueError, which escaped the broker before (a CONNECT whose TTL
+    was 5000 digits ended the connection instead of getting ERROR).
+    """
+    digits = value.lstrip(b"0")
+    if not value.isdigit() or not digits or len(digits) > len(str(MAX_TTL_MS)):
+        return None
+    ms = int(digits)
+    return ms if ms <= MAX_TTL_MS else None
+
+
+def check_request(msg: Mc0Message) -> None:
+    """Raise :class:`Refused` unless a broker serves ``msg`` (a decoded client request).
+
+    Pure: the same message is refused or served whatever the broker's state.
+    """
+    known = KNOWN_HEADERS.get(msg.verb)
+    if known is None:
+        raise Refused(f"unknown verb {msg.verb[:32]!r}", "unknown-verb")
+    seen: set[bytes] = set()
+    for key, _ in msg.headers:
+        if is_extension(key):
+            continue
+        if key not in known:
+            raise Refused(f"reserved header {key[:32]!r} is not defined for {msg.verb.decode('ascii')}",
+                          "undefined-header")
+        if key in seen:
+            raise Refused(f"header {key.decode('ascii')} given twice", "repeated-header")
+        seen.add(key)
+    if msg.verb == CONNECT:
+        version = msg.header(VERSION)
+        if version is not None and version not in ACCEPTED_VERSIONS:
+            raise Refused(f"unsupported VERSION {version[:32]!r} (this broker speaks 0.3 and 0.2)", "bad-version")
+        ttl = msg.header(TTL)
+        if ttl is not None and ttl_ms(ttl) is None:
+            raise Refused(f"TTL {ttl[:32]!r} is not a positive number of milliseconds", "bad-ttl")
+    elif msg.verb in (SUB, UNSUB):
+        if msg.positional is None:
+            raise Refused(f"{msg.verb.decode()} needs the empty separator before its topics", "no-separator")
+        if not msg.positional:
+            raise Refused(f"{msg.verb.decode()} names no topic", "no-topics")
+    elif msg.verb == PUT:
+        if msg.header(TOPIC) is None:
+            raise Refused("PUT needs a TOPIC header", "no-topic")
+        if msg.positional is None:
+            raise Refused("PUT needs the empty separator before its body", "no-separator")
 
 
 class Broker:
@@ -94,6 +152,15 @@ class Broker:
     # -- peers ------------------------------------------------------------------
 
     def attach(self, peer: Peer, now: float) -> None:
+        """A new connection: it starts with no subscriptions, even when its handle is reused.
+
+        A carrier that keys peers by routing id (a reconnecting DEALER with a fixed
+        identity, ROUTER handover) may attach a handle that is still attached: the old
+        session ends here, so its subscriptions cannot leak into the new one (a fuzz
+        finding: the old entries stayed in the subscriber table, and the new connection
+        got MESSAGEs for topics it never subscribed to; vectors/mc0/replies.json).
+        """
+        self.detach(peer)
         self.peers[peer] = PeerState(last_heard=now)
 
     def detach(self, peer: Peer) -> None:
@@ -135,7 +202,7 @@ class Broker:
         except CodecError as exc:
             return [self._error(peer, f"malformed message: {exc}", codec.salvage_id(frames))]
         try:
-            self._check_headers(msg)
+            check_request(msg)
             sends = self._serve(peer, state, msg)
         except Refused as refused:
             return [self._error(peer, refused.description, msg.id)]
@@ -143,33 +210,13 @@ class Broker:
             sends.append(Send(peer, codec.encode_message(codec.ok(msg.id))))
         return sends
 
-    def _check_headers(self, msg: Mc0Message) -> None:
-        known = KNOWN_HEADERS.get(msg.verb)
-        if known is None:
-            raise Refused(f"unknown verb {msg.verb[:32]!r}")
-        seen: set[bytes] = set()
-        for key, _ in msg.headers:
-            if is_extension(key):
-                continue
-            if key not in known:
-                raise Refused(f"reserved header {key[:32]!r} is not defined for {msg.verb.decode('ascii')}")
-            if key in seen:
-                raise Refused(f"header {key.decode('ascii')} given twice")
-            seen.add(key)
-
     def _serve(self, peer: Peer, state: PeerState, msg: Mc0Message) -> list[Send]:
+        """Act on a request :func:`check_request` accepted."""
         if msg.verb == CONNECT:
-            version = msg.header(VERSION)
-            if version is not None and version not in ACCEPTED_VERSIONS:
-                raise Refused(f"unsupported VERSION {version[:32]!r} (this broker speaks 0.3 and 0.2)")
-            ttl = msg.header(TTL)
-            ttl_ms = None
-            if ttl is not None:
-                if not ttl.isdigit() or not 0 < int(ttl) <= MAX_TTL_MS:
-                    raise Refused(f"TTL {ttl[:32]!r} is not a positive number of milliseconds")
-                ttl_ms = int(ttl)
+            version, ttl = msg.header(VERSION), msg.header(TTL)
             state.connected, state.version = True, version or codec.CURRENT_VERSION
-            state.ttl = None if ttl_ms is None else ttl_ms / 1000
+            ms = None if ttl is None else ttl_ms(ttl)
+            state.ttl = None if ms is None else ms / 1000
             state.last_noop = None
             return []
         if msg.verb == DISCONNECT:
@@ -177,11 +224,8 @@ class Broker:
             return []
         if msg.verb == NOOP:
             return []
+        assert msg.positional is not None
         if msg.verb in (SUB, UNSUB):
-            if msg.positional is None:
-                raise Refused(f"{msg.verb.decode()} needs the empty separator before its topics")
-            if not msg.positional:
-                raise Refused(f"{msg.verb.decode()} names no topic")
             for topic in msg.positional:
                 if msg.verb == SUB:
                     state.topics.add(topic)
@@ -192,10 +236,7 @@ class Broker:
             return []
         # PUT
         topic = msg.header(TOPIC)
-        if topic is None:
-            raise Refused("PUT needs a TOPIC header")
-        if msg.positional is None:
-            raise Refused("PUT needs the empty separator before its body")
+        assert topic is not None
         frames = codec.encode_message(codec.delivery(topic, msg.extensions, msg.positional))
         return [Send(p, list(frames)) for p in sorted(self.matching(topic), key=repr)]
 

@@ -11,7 +11,7 @@ Every data command is one ZMTP message of exactly two frames: a header (a
                   count, then count pairs (name, value) of short strings
 
     01 Lease     seq:Integer lease:Short string          body unused
-    02 Response  seq:Integer                             body: three ASCII digits
+    02 Response  seq:Integer                             body: three ASCII digits, 100-999
     03 Summon    seq:Integer resource:Short string       body unused
     04 Dismiss   seq:Integer resource:Short string       body unused
     05 Content   seq:Integer resource:Short string properties:Field table   body: content
@@ -260,8 +260,10 @@ def decode_data(frames: list[bytes]) -> DataCommand:
         command = Lease(f.integer("the command sequence"), f.short_string("the lease"))
     elif kind is DataType.RESPONSE:
         seq = f.integer("the command sequence")
-        if len(body) != 3 or not all(0x30 <= b <= 0x39 for b in body):
-            raise CodecError("bad-code", f"a Response body is a three-digit code, not {body[:16]!r}")
+        # 100-999, as the encoder writes: "092" would decode to 92, which no encoder can send back
+        # (a fuzz finding: vectors/mtl/data-commands.json, FUZZ_CRASH)
+        if len(body) != 3 or not all(0x30 <= b <= 0x39 for b in body) or body[0] == 0x30:
+            raise CodecError("bad-code", f"a Response body is a three-digit code 100-999, not {body[:16]!r}")
         command = Response(seq, int(body))
     elif kind is DataType.SUMMON:
         command = Summon(f.integer("the command sequence"), f.short_string("the resource name"))

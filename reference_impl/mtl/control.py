@@ -20,6 +20,7 @@ reply.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,17 +73,33 @@ def split_envelope(frames: list[bytes]) -> tuple[list[bytes], list[bytes]]:
 
 
 def encode_json(body: Any) -> bytes:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Compact JSON; NaN and infinities have no JSON form (``bad-json``)."""
+    try:
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except ValueError as exc:
+        raise CodecError("bad-json", f"no JSON form: {exc}") from None
 
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:24]} is out of the range of a double")
+    return value
+
+
 def decode_json(data: bytes) -> Any:
-    """A JSON text (RFC 8259: UTF-8, no NaN/Infinity) parsed."""
+    """A JSON text (RFC 8259: UTF-8, no NaN/Infinity) parsed.
+
+    A number past the range of a double (``1e400``) is refused, as RFC 8259
+    section 9 lets a parser do: read as infinity it could not be written back
+    as JSON (found by the property test in tests/mtl/test_mtl_properties.py).
+    """
     try:
-        return json.loads(bytes(data).decode("utf-8"), parse_constant=_no_constants)
+        return json.loads(bytes(data).decode("utf-8"), parse_constant=_no_constants, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise CodecError("bad-json", f"not a JSON text: {exc}") from None
 

@@ -46,9 +46,37 @@ def fuzz_all(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
 
 def test_every_protocol_has_targets() -> None:
     protocols = {name.rsplit("-", 1)[0] for name in TARGETS}
-    assert {"stmp", "micromessage2", "rsio"} <= protocols
+    assert {"stmp", "micromessage2", "rsio", "zmtp", "mtl", "mc0"} <= protocols
     for protocol in protocols:
-        assert {f"{protocol}-codec", f"{protocol}-connection"} <= set(TARGETS)
+        kinds = {name.rsplit("-", 1)[1] for name in TARGETS if name.rsplit("-", 1)[0] == protocol}
+        # a codec target and a state-machine target (mc0's is the broker: its connections are ZMTP's)
+        assert "codec" in kinds and kinds & {"connection", "broker"}, (protocol, kinds)
+    assert {"mtl-codec", "mtl-connection", "mc0-codec", "mc0-broker"} <= set(TARGETS)
+
+
+def _mc0_step(peer: int, op: int, frames: list[bytes]) -> bytes:
+    from fuzz.mc0 import _records, _step
+    return _step(peer, op, _records(frames))
+
+
+#: Inputs that once broke a target, as found (minimised), with what the fix was.  Each is also a vector
+#: (flag FUZZ_CRASH or HUGE_NUMBER), which the seeds replay; these keep the raw inputs.
+FINDINGS = {
+    # SUB, then the broker attached the same peer handle again: the old subscriptions stayed in the
+    # subscriber table (vectors/mc0/replies.json tcId 25; Broker.attach now ends the old session)
+    "mc0-broker-reattach": ("mc0-broker", bytes.fromhex("04000000000e0300035355420000000000000000ff00ffff")),
+    # Response body '092' decoded as code 92, which the encoder refuses (vectors/mtl/data-commands.json tcId 66)
+    "mtl-codec-response-092": ("mtl-codec", bytes.fromhex("000902000000000000000003303932")),
+    # found by review, not by the fuzzer: CONNECT TTL of 4301 digits made int() raise ValueError out of
+    # Broker.receive (vectors/mc0/requests.json tcId 66)
+    "mc0-broker-ttl-digits": ("mc0-broker", _mc0_step(0, 0, [b"", b"CONNECT", b"ID", b"c", b"TTL", b"1" * 4301])),
+}
+
+
+@pytest.mark.parametrize("finding", sorted(FINDINGS))
+def test_fuzz_findings_stay_fixed(finding: str) -> None:
+    target, data = FINDINGS[finding]
+    guarded(target)(data)  # raises on a crash
 
 
 @pytest.mark.slow
