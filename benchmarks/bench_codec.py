@@ -8,6 +8,12 @@ cycling through PAYLOAD_SIZES bytes, kinds cycling through the protocol's
 common traffic).  Encode turns the mix into bytes one message at a time;
 decode feeds the whole byte stream to the protocol's StreamDecoder and reads
 every message out.  MB/s counts wire bytes (1 MB = 10^6 bytes).
+
+mc0 and MTL messages ride on ZMTP message frames, so each has two rows:
+"messages" is the message codec alone (message <-> its list of frames), and
+"on ZMTP frames" adds the ZMTP framing (frames with MORE flags <-> the byte
+stream, through zmtp's StreamDecoder, regrouped into messages).  Both count the
+same wire bytes (the ZMTP frames, before any CURVE boxing).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +37,9 @@ class Mix:
     protocol: str
     form: str
     messages: list
-    encode: Callable[[list], bytes]
-    decode: Callable[[bytes], int]  # returns how many messages it decoded
+    encode: Callable[[list], Any]  # the wire: bytes, or a list of frame lists for a message codec
+    decode: Callable[[Any], int]  # returns how many messages it decoded
+    size: Callable[[Any], int] = len  # wire bytes of what encode returned
 
 
 def _payload(i: int) -> bytes:
@@ -156,8 +164,81 @@ def zmtp_mixes() -> list[Mix]:
     return [Mix("zmtp", "frames", messages, encode, decode)]
 
 
+def _zmtp_wire_size(messages: list[list[bytes]]) -> int:
+    """Octets of these messages as ZMTP frames: a 2-octet header up to 255 octets of body, else 9."""
+    return sum(len(f) + (2 if len(f) <= 255 else 9) for frames in messages for f in frames)
+
+
+def _on_zmtp(protocol: str, messages: list, to_frames: Callable, from_frames: Callable) -> list[Mix]:
+    """Two mixes for a message codec over ZMTP: the codec alone, and the codec plus ZMTP framing."""
+    from reference_impl.zmtp import codec as zmtp
+    from reference_impl.zmtp.codec import Frame
+
+    def encode_messages(batch: list) -> list[list[bytes]]:
+        return [to_frames(m) for m in batch]
+
+    def decode_messages(wire: list[list[bytes]]) -> int:
+        return len([from_frames(frames) for frames in wire])
+
+    def encode_wire(batch: list) -> bytes:
+        out = []
+        for m in batch:
+            frames = to_frames(m)
+            last = len(frames) - 1
+            out += [zmtp.encode_frame(Frame(f, more=i < last)) for i, f in enumerate(frames)]
+        return b"".join(out)
+
+    def decode_wire(data: bytes) -> int:
+        decoded, parts = [], []
+        for frame in zmtp.StreamDecoder().feed(data):
+            parts.append(frame.body)
+            if not frame.more:
+                decoded.append(from_frames(parts))
+                parts = []
+        return len(decoded)
+
+    return [Mix(protocol, "messages", messages, encode_messages, decode_messages, _zmtp_wire_size),
+            Mix(protocol, "on ZMTP frames", messages, encode_wire, decode_wire)]
+
+
+def mc0_mixes() -> list[Mix]:
+    try:
+        from reference_impl.mc0 import codec
+        from reference_impl.mc0.codec import ID, TOPIC, message
+    except ImportError:
+        return []
+    messages: list = []
+    for i in range(MIX_SIZE):
+        payload = _payload(i)
+        request_id = b"%d" % i
+        messages.append([
+            message(codec.PUT, [(ID, request_id), (TOPIC, b"test/topic"), (b"X-Trace", b"t%d" % i)], [payload]),
+            codec.ok(request_id),
+            codec.delivery(b"test/topic", [(b"X-Trace", b"t%d" % i)], [payload, b"part-2"]),
+            message(codec.SUB, [(ID, request_id), (TOPIC, b"test/")]),
+            codec.NOOP_MESSAGE][i % 5])
+    return _on_zmtp("mc0", messages, codec.encode_message, codec.decode_message)
+
+
+def mtl_mixes() -> list[Mix]:
+    try:
+        from reference_impl.mtl.codec import Confirm, Content, Ping, Response, decode_data, encode_data
+    except ImportError:
+        return []
+    messages: list = []
+    for i in range(MIX_SIZE):
+        payload = _payload(i)
+        messages.append([
+            Content(i, "test/queue", (("content-type", "application/octet-stream"), ("n", str(i))), payload),
+            Confirm(i, multiple=i % 2 == 0),
+            Content(i, "test/queue", (), payload),
+            Response(i, 200),
+            Ping()][i % 5])
+    return _on_zmtp("mtl", messages, encode_data, decode_data)
+
+
 def all_mixes() -> list[Mix]:
-    return stmp_mixes() + micromessage2_mixes() + rsio_mixes() + zmtp_mixes()
+    return stmp_mixes() + micromessage2_mixes() + rsio_mixes() + zmtp_mixes() + mc0_mixes() + mtl_mixes()
 
 
 def _best(fn: Callable[[], object]) -> float:
@@ -175,7 +256,7 @@ def measure(mix: Mix) -> dict[str, float]:
     assert decoded == len(mix.messages), f"{mix.protocol}: decoded {decoded} of {len(mix.messages)}"
     encode_s = _best(lambda: mix.encode(mix.messages))
     decode_s = _best(lambda: mix.decode(wire))
-    n, size = len(mix.messages), len(wire)
+    n, size = len(mix.messages), mix.size(wire)
     return {"frames": n, "bytes": size, "encode_fps": n / encode_s, "encode_mbs": size / encode_s / 1e6,
             "decode_fps": n / decode_s, "decode_mbs": size / decode_s / 1e6}
 
@@ -197,7 +278,7 @@ except ImportError:  # the script works without pytest
     pytest = None
 
 if pytest is not None:
-    _MIXES = {f"{m.protocol}-{m.form.split()[0]}": m for m in all_mixes()}
+    _MIXES = {f"{m.protocol}-{m.form.split()[0]}": m for m in all_mixes()}  # "on ZMTP frames" -> "mc0-on"
 
     @pytest.mark.parametrize("name", sorted(_MIXES))
     def test_encode(benchmark, name: str) -> None:

@@ -202,9 +202,11 @@ class ScenarioItem(pytest.Item):
                 result = asyncio.run(runner.against_server(url))
         except TargetError as exc:
             self._finish(state, Grade.ERROR, None, None, str(exc), 0, None)
-        log_text = result.log.render()
-        if result.grade is not Grade.PASSED and target.logs():
-            log_text += "\n" + target.logs()
+        log_text = None  # only a case that did not pass keeps its wire log: render it only then
+        if result.grade is not Grade.PASSED:
+            log_text = result.log.render()
+            if target.logs():
+                log_text += "\n" + target.logs()
         self._finish(state, result.grade, result.exchange, result.close, result.message, result.duration_ms, log_text)
 
     def _finish(self, state: _State, grade: Grade, exchange: Grade | None, close: Grade | None, message: str,
