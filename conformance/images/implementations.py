@@ -105,6 +105,7 @@ def cases_of(protocol: str) -> tuple[dict[str, str], dict[str, float]]:
     from conformance.paths import scenarios_dir
     from conformance.protocols import adapter_for
     from conformance.scenario.loader import BrokenCase, ScenarioError, load_file
+    from conformance.scenario.values import ValueError_, millis
 
     adapter = adapter_for(protocol)
     roles: dict[str, str] = {}
@@ -118,7 +119,10 @@ def cases_of(protocol: str) -> tuple[dict[str, str], dict[str, float]]:
             if isinstance(case, BrokenCase):
                 continue
             roles[case.id] = case.role
-            timeout = case.timeout_ms if isinstance(case.timeout_ms, (int, float)) else 15000
+            try:
+                timeout = millis(case.timeout_ms, adapter.params)
+            except ValueError_:
+                timeout = 15000  # the run reports the broken case
             budget[case.role] = budget.get(case.role, 0.0) + timeout / 1000 * len(case.transports or adapter.transports)
     return roles, budget
 

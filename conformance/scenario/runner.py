@@ -168,14 +168,15 @@ class CaseRunner:
     async def _run(self, channel: Channel, started: float, client: asyncio.Future | None = None) -> CaseResult:
         self.stream = self._new_stream(channel)
         self.streams["main"] = self.stream
-        exchange, message = Grade.PASSED, ""
+        exchange, message, deadline_ms = Grade.PASSED, "", 0
         try:
-            await asyncio.wait_for(self._steps(self.case.steps, {}, 0), self.case.timeout_ms / 1000)
+            deadline_ms = millis(self.case.timeout_ms, self.params)  # may follow the target's timers
+            await asyncio.wait_for(self._steps(self.case.steps, {}, 0), deadline_ms / 1000)
         except _Verdict as verdict:
             exchange, message = verdict.grade, verdict.message
         except asyncio.TimeoutError:
             exchange = grade_for_violation(self.case.requirement)
-            message = f"no verdict within the case deadline of {self.case.timeout_ms} ms"
+            message = f"no verdict within the case deadline of {deadline_ms} ms"
         except (ValueError_, CodecError) as exc:
             exchange, message = Grade.ERROR, f"the case itself is broken: {exc}"
         client_exit = None

@@ -116,3 +116,26 @@ def test_every_shipped_scenario_loads_cleanly() -> None:
         for path in sorted((scenarios_dir() / protocol).glob("*.yaml")):
             for case in load_file(path, adapter_for(protocol).frame_check).cases:
                 assert isinstance(case, Case), case.error
+
+
+@pytest.mark.parametrize("timeout, ok", [
+    (20000, True), ('"= 4 * heartbeat_interval_ms + 9000"', True), ("heartbeat_timeout_ms + 2000", True),
+    (50, False), ('"= open(1)"', False), ('"2 seconds"', False),
+])
+def test_a_case_deadline_may_follow_the_target_timers(tmp_path: Path, timeout, ok: bool) -> None:
+    path = write(tmp_path, f"""\
+        protocol: stmp
+        family: handshake
+        cases:
+          - id: stmp/handshake/x
+            title: t
+            spec: s
+            requirement: MUST
+            timeout_ms: {timeout}
+            steps:
+              - send: {{hex: "00"}}
+        """)
+    (case,) = load(path).cases
+    assert isinstance(case, Case) is ok, case
+    if not ok:
+        assert "timeout_ms" in case.error

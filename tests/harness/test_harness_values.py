@@ -38,3 +38,13 @@ def test_grades() -> None:
     assert grade_for_violation("MAY") is Grade.INFORMATIONAL
     assert worst(Grade.PASSED, None, Grade.NON_STRICT) is Grade.NON_STRICT
     assert Grade.NON_STRICT.is_failure(strict=True) and not Grade.NON_STRICT.is_failure(strict=False)
+
+
+def test_millis_does_arithmetic_over_target_parameters() -> None:
+    params = {"heartbeat_interval_ms": 5000, "heartbeat_timeout_ms": 15000}
+    assert millis("= 4 * heartbeat_interval_ms + 10000", params) == 30000
+    assert millis("= (heartbeat_timeout_ms - heartbeat_interval_ms) * 2", params) == 20000
+    with pytest.raises(ValueError_, match="unknown name 'redeliver_ms'"):
+        millis("= redeliver_ms + 1", params)
+    with pytest.raises(ValueError_, match="only integer arithmetic"):
+        millis("= heartbeat_interval_ms ** 99", params)
