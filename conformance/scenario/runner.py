@@ -305,18 +305,21 @@ class CaseRunner:
         closed_ok = spec.get("closed", False) or any(a.get("closed") for a in raw_alts)
         alternatives = [self.adapter.normalize(a) for a in raw_alts if not a.get("closed")]
         unsupported = self.adapter.normalize(spec["unsupported_if"]) if "unsupported_if" in spec else None
-        wanted = " or ".join([_describe(a) for a in alternatives] + (["a close"] if closed_ok else []))
+
+        def wanted() -> str:  # only failure messages need it: not built for each of 70,000 passing frames
+            return " or ".join([_describe(a) for a in alternatives] + (["a close"] if closed_ok else []))
+
         deadline = time.monotonic() + within / 1000
         while True:
             try:
                 frame = await self.stream.next(deadline)
             except Deadline:
-                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {wanted}; nothing arrived") from None
+                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {wanted()}; nothing arrived") from None
             if frame is None:
                 if closed_ok:
                     self.observed.append("closed")
                     return
-                raise _Verdict(grade_for_violation(level), f"the target closed the connection while the suite waited for {wanted}")
+                raise _Verdict(grade_for_violation(level), f"the target closed the connection while the suite waited for {wanted()}")
             if self._is_noise(frame) or self._allowed(frame, allowed):
                 continue
             reasons = []
@@ -329,20 +332,23 @@ class CaseRunner:
                 reasons.append(why)
             if unsupported is not None and self.adapter.matches(unsupported, frame)[0]:
                 raise _Verdict(Grade.UNSUPPORTED, f"the target declared this unsupported: {frame}")
-            raise _Verdict(grade_for_violation(level), f"expected {wanted}; got {frame} ({'; '.join(reasons)})")
+            raise _Verdict(grade_for_violation(level), f"expected {wanted()}; got {frame} ({'; '.join(reasons)})")
 
     async def _expect_all(self, spec: dict[str, Any], level: str, within: int, allowed: list[dict[str, Any]]) -> None:
         """all_of: each listed frame exactly once, in any order (e.g. signals of independent streams)."""
         wanted = [self.adapter.normalize(a) for a in spec["all_of"]]
         deadline = time.monotonic() + within / 1000
+
+        def missing() -> str:  # for failure messages only
+            return " and ".join(_describe(a) for a in wanted)
+
         while wanted:
-            missing = " and ".join(_describe(a) for a in wanted)
             try:
                 frame = await self.stream.next(deadline)
             except Deadline:
-                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {missing}; nothing more arrived") from None
+                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {missing()}; nothing more arrived") from None
             if frame is None:
-                raise _Verdict(grade_for_violation(level), f"the target closed the connection while the suite waited for {missing}")
+                raise _Verdict(grade_for_violation(level), f"the target closed the connection while the suite waited for {missing()}")
             if self._is_noise(frame) or self._allowed(frame, allowed):
                 continue
             reasons = []
@@ -354,7 +360,7 @@ class CaseRunner:
                     break
                 reasons.append(why)
             else:
-                raise _Verdict(grade_for_violation(level), f"expected {missing} (in any order); got {frame} ({'; '.join(reasons)})")
+                raise _Verdict(grade_for_violation(level), f"expected {missing()} (in any order); got {frame} ({'; '.join(reasons)})")
 
     async def _expect_close(self, spec: dict[str, Any]) -> None:
         level = spec.get("level", self.case.requirement)
