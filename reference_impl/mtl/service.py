@@ -69,6 +69,10 @@ class BrokerOptions:
     heartbeat_interval: float | None = 5.0
     heartbeat_timeout: float | None = 15.0
     auth_ttl: float | None = None
+    #: Granted leases no data connection has presented yet; past this many the oldest is forgotten
+    #: (presented later: 403).  The spec gives leases no lifetime, so without a bound a client asking
+    #: for leases it never uses would grow the broker without end.
+    max_unclaimed_leases: int = 4096
 
 
 @dataclass
@@ -94,6 +98,7 @@ class Broker:
         self._control = ControlOptions(self.credentials, tuple(self.options.profiles), self.options.anonymous,
                                        tuple(self.options.mechanisms), self.options.auth_ttl)
         self.leases: dict[str, LeaseGrant] = {}
+        self._unclaimed: dict[str, None] = {}  # tokens of leases not yet presented, oldest first
         self.sessions: dict[Any, DataSession] = {}
 
     # -- control ------------------------------------------------------------------
@@ -104,6 +109,10 @@ class Broker:
     def _grant(self, kind: str, profile: Profile, resources: tuple[str, ...], confirm: str) -> tuple[int, str]:
         token = secrets.token_hex(12)
         self.leases[token] = LeaseGrant(token, kind, profile, resources, confirm)
+        self._unclaimed[token] = None
+        while len(self._unclaimed) > self.options.max_unclaimed_leases:
+            oldest = next(iter(self._unclaimed))
+            del self._unclaimed[oldest], self.leases[oldest]
         return self.data_port, token
 
     # -- data connections ---------------------------------------------------------------
@@ -170,6 +179,7 @@ class Broker:
             return 403
         grant.owner = s.key
         s.lease = grant
+        self._unclaimed.pop(token, None)
         return 200
 
     def _summon(self, s: DataSession, resource: str) -> int:

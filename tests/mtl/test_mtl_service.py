@@ -243,3 +243,16 @@ def test_heartbeats_and_dead_peer() -> None:
     assert "a" not in out.closes
     out = broker.tick(5.6)
     assert out.closes == ["a"] and "a" not in broker.sessions
+
+
+def test_unclaimed_leases_are_bounded_oldest_first() -> None:
+    """A client that asks for leases and never presents them cannot grow the broker without end."""
+    broker = Broker(BrokerOptions(max_unclaimed_leases=3))
+    session = logged_in(broker)
+    tokens = [lease(broker, session) for _ in range(5)]
+    assert len(broker.leases) == 3
+    flows = [Flow(broker, key) for key in "abcde"]
+    codes = [flow.got(flow.send(Lease(1, token)))[0].code for flow, token in zip(flows, tokens)]
+    assert codes == [403, 403, 200, 200, 200]
+    more = [lease(broker, session) for _ in range(3)]  # presented leases no longer count against the bound
+    assert all(t in broker.leases for t in tokens[2:] + more)
