@@ -138,7 +138,8 @@ class Mc0Server:
                 data, pending = pending, b""
             else:
                 try:
-                    data = await asyncio.wait_for(reader.read(READ_CHUNK), POLL)
+                    async with asyncio.timeout(POLL):  # not wait_for: no task per read
+                        data = await reader.read(READ_CHUNK)
                 except TimeoutError:
                     await self._apply(peer, connection, writer, connection.tick(loop.time()))
                     continue
@@ -162,7 +163,8 @@ class Mc0Server:
     async def _apply(self, peer: int, connection: Connection, writer: asyncio.StreamWriter, out: Output) -> None:
         if out.data:
             writer.write(out.data)
-            await asyncio.wait_for(writer.drain(), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                await writer.drain()
         for event in out.events:
             if isinstance(event, HandshakeComplete):
                 self._peers[peer] = _Peer(connection, writer)
@@ -174,7 +176,8 @@ class Mc0Server:
             elif isinstance(event, ConnectionClosed):
                 return
         if writer.transport.get_write_buffer_size():
-            await asyncio.wait_for(writer.drain(), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                await writer.drain()
 
     def _deliver(self, sends: list[Send]) -> None:
         for send in sends:

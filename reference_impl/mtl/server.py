@@ -75,7 +75,8 @@ class Peer:
                 deadline = self.zmtp.next_deadline()
                 wait = 1.0 if deadline is None else max(0.0, min(1.0, deadline - loop.time()))
                 try:
-                    data = await asyncio.wait_for(self.reader.read(READ_CHUNK), wait)
+                    async with asyncio.timeout(wait):  # not wait_for: no task per read
+                        data = await self.reader.read(READ_CHUNK)
                 except TimeoutError:
                     out = self.zmtp.tick(loop.time())
                     self._apply(out.events, out.data)
@@ -88,7 +89,8 @@ class Peer:
                 if self.writer.transport.get_write_buffer_size() > self.server.max_buffered:
                     self.close(abort=True)
                 with contextlib.suppress(TimeoutError, ConnectionError, OSError):
-                    await asyncio.wait_for(self.writer.drain(), 5)
+                    async with asyncio.timeout(5):
+                        await self.writer.drain()
         finally:
             self.close()
 

@@ -78,7 +78,8 @@ class _Pipe:
                 if deadline is not None:
                     wait = min(wait, max(0.0, deadline - loop.time()))
                 try:
-                    data = await asyncio.wait_for(self.reader.read(_CHUNK), wait)
+                    async with asyncio.timeout(wait):  # not wait_for: no task per read
+                        data = await self.reader.read(_CHUNK)
                 except TimeoutError:
                     await self._apply(self.connection.tick(loop.time()))
                     continue
@@ -99,7 +100,8 @@ class _Pipe:
     async def _apply(self, out: Output) -> None:
         if out.data:
             self.writer.write(out.data)
-            await asyncio.wait_for(self.writer.drain(), self.owner.timeout)
+            async with asyncio.timeout(self.owner.timeout):
+                await self.writer.drain()
         for event in out.events:
             if isinstance(event, HandshakeComplete):
                 self.owner._on_ready(self, event)
