@@ -69,6 +69,8 @@ async def start_tcp_server(host: str = "127.0.0.1", port: int = 0, **options: An
         handlers.add(task)
         try:
             await _serve_connection(StreamCarrier(reader, writer), "stream", opts)
+        except asyncio.CancelledError:
+            pass  # close() cancels handlers; Python 3.11's stream callback reports a cancelled one as an error
         finally:
             handlers.discard(task)
 
