@@ -27,11 +27,11 @@ answers every bad input with ERROR).
 
 from __future__ import annotations
 
-from reference_impl.common.errors import CodecError, IncompleteFrame
+from reference_impl.common.errors import CodecError
 from reference_impl.mc0 import codec
 from reference_impl.mc0.broker import Broker, Refused, check_request
 from reference_impl.mc0.codec import BROKER_VERBS, ERROR, MESSAGE, NOOP, OK, PUT, TOPIC, Mc0Message
-from reference_impl.zmtp.codec import Frame, decode_frame, encode_frame
+from reference_impl.zmtp.codec import decode_message, encode_message
 
 from fuzz.common import InvariantViolation, check, must, record, records
 
@@ -46,21 +46,7 @@ def _frames(data: bytes) -> list[bytes]:
 
 def _wire_frames(wire: bytes) -> list[bytes]:
     """One ZMTP message's frame bodies (CodecError when the octets are not exactly one)."""
-    parts, at = [], 0
-    while True:
-        try:
-            frame, used = decode_frame(wire[at:], MAX_FRAME)
-        except IncompleteFrame:
-            raise CodecError("truncated", "the wire ends inside a frame") from None
-        if frame.command:
-            raise CodecError("not-a-message", "a command frame")
-        parts.append(frame.body)
-        at += used
-        if not frame.more:
-            break
-    if at != len(wire):
-        raise CodecError("trailing-bytes", "octets after the message")
-    return parts
+    return decode_message(wire, MAX_FRAME)
 
 
 def _check_frames(frames: list[bytes], delimiter: bool = True) -> None:
@@ -92,7 +78,7 @@ def codec_one_input(data: bytes) -> None:
         positional = tuple(body[2 * len(pairs):]) if rest[0] & 1 else None
         msg = Mc0Message(verb, pairs, positional)
         encoded = codec.encode_message(msg)  # CodecError: empty verb or key
-        wire = b"".join(encode_frame(Frame(p, more=i < len(encoded) - 1)) for i, p in enumerate(encoded))
+        wire = encode_message(encoded)
         check(codec.decode_message(_wire_frames(wire)) == msg, f"{msg!r} does not survive the wire")
 
 

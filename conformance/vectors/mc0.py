@@ -35,35 +35,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.common.errors import CodecError, IncompleteFrame
+from reference_impl.common.errors import CodecError
 from reference_impl.mc0 import broker as mc0_broker
 from reference_impl.mc0 import codec
-from reference_impl.zmtp.codec import Frame, decode_frame, encode_frame
-
-
-def frames_of(wire: bytes) -> list[bytes]:
-    """The frame bodies of exactly one ZMTP message."""
-    parts: list[bytes] = []
-    at = 0
-    while True:
-        try:
-            frame, used = decode_frame(wire[at:])
-        except IncompleteFrame:
-            raise CodecError("truncated", "the wire ends inside a ZMTP frame or before the last frame") from None
-        if frame.command:
-            raise CodecError("not-a-message", "a ZMTP command frame")
-        parts.append(frame.body)
-        at += used
-        if not frame.more:
-            break
-    if at != len(wire):
-        raise CodecError("trailing-bytes", f"{len(wire) - at} octets after the message")
-    return parts
-
-
-def wire_of(parts: list[bytes]) -> bytes:
-    last = len(parts) - 1
-    return b"".join(encode_frame(Frame(p, more=i < last)) for i, p in enumerate(parts))
+from reference_impl.zmtp.codec import decode_message as frames_of
+from reference_impl.zmtp.codec import encode_message as wire_of
 
 
 def message_to_dict(msg: codec.Mc0Message) -> dict[str, Any]:

@@ -28,36 +28,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl.common.errors import CodecError, IncompleteFrame
+from reference_impl.common.errors import CodecError
 from reference_impl.mtl import codec, control, sasl
-from reference_impl.zmtp.codec import Frame, decode_frame, encode_frame
+from reference_impl.zmtp.codec import decode_message as _frames
+from reference_impl.zmtp.codec import encode_message as _message
 
 _NAMES = {t: t.name.lower() for t in codec.DataType}
-
-
-def _frames(wire: bytes) -> list[bytes]:
-    """The frame bodies of exactly one ZMTP message."""
-    parts: list[bytes] = []
-    at = 0
-    while True:
-        try:
-            frame, used = decode_frame(wire[at:])
-        except IncompleteFrame:
-            raise CodecError("truncated", "the wire ends inside a ZMTP frame") from None
-        if frame.command:
-            raise CodecError("not-a-message", "a ZMTP command frame")
-        parts.append(frame.body)
-        at += used
-        if not frame.more:
-            break
-    if at != len(wire):
-        raise CodecError("trailing-bytes", f"{len(wire) - at} octets after the message")
-    return parts
-
-
-def _message(parts: list[bytes]) -> bytes:
-    last = len(parts) - 1
-    return b"".join(encode_frame(Frame(p, more=i < last)) for i, p in enumerate(parts))
 
 
 def command_to_dict(command: codec.DataCommand, body: bytes) -> dict[str, Any]:

@@ -77,6 +77,34 @@ def decode_frame(data: bytes, max_frame: int = DEFAULT_MAX_FRAME) -> tuple[Frame
     return Frame(bytes(data[header:end]), more=bool(flags & MORE), command=bool(flags & COMMAND)), end
 
 
+def decode_message(wire: bytes, max_frame: int = DEFAULT_MAX_FRAME) -> list[bytes]:
+    """The frame bodies of exactly one ZMTP message in ``wire`` (vectors, fuzzing: a whole message
+    at hand).  CodecError ``truncated``, ``not-a-message`` (a command frame) or ``trailing-bytes``
+    when the octets are not exactly one message."""
+    parts: list[bytes] = []
+    at = 0
+    while True:
+        try:
+            frame, used = decode_frame(wire[at:], max_frame)
+        except IncompleteFrame:
+            raise CodecError("truncated", "the wire ends inside a ZMTP frame or before the last frame") from None
+        if frame.command:
+            raise CodecError("not-a-message", "a ZMTP command frame")
+        parts.append(frame.body)
+        at += used
+        if not frame.more:
+            break
+    if at != len(wire):
+        raise CodecError("trailing-bytes", f"{len(wire) - at} octets after the message")
+    return parts
+
+
+def encode_message(parts: list[bytes]) -> bytes:
+    """One ZMTP message: MORE on every frame but the last."""
+    last = len(parts) - 1
+    return b"".join(encode_frame(Frame(p, more=i < last)) for i, p in enumerate(parts))
+
+
 class StreamDecoder:
     """Frames from a byte stream fed in arbitrary chunks.
 
