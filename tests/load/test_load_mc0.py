@@ -18,20 +18,19 @@ write timeout (10 s).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import time
-from collections import deque
 from collections.abc import Sequence
 
 import pytest
 from load_helpers import CLIENTS, ROUND_TRIP_BOUND, LoadResult, close_writer, raise_nofile, run_load
+from load_zmtp import ZmtpPeer
 
 from reference_impl.mc0 import codec, testkeys
 from reference_impl.mc0.codec import (
     CONNECT, DISCONNECT, ID, MESSAGE, NOOP, OK, PUT, SUB, TOPIC, TTL, VERSION, Mc0Message,
 )
-from reference_impl.zmtp.connection import ConnectionClosed, Connection, Message, Phase
+from reference_impl.zmtp.connection import Connection
 from reference_impl.zmtp.curve import CurveClientConfig
 
 #: Each connector PUTs PIPELINE messages every PACE seconds, the rounds of all spread evenly over PACE.  CURVE
@@ -50,53 +49,22 @@ def _topic(client: int) -> bytes:
     return f"load/{client}".encode()
 
 
-class Peer:
-    """One connector: a CURVE DEALER on an asyncio stream, run by the sans-IO ZMTP connection."""
+class Peer(ZmtpPeer):
+    """One connector: a CURVE DEALER (the test key pairs)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.zmtp = Connection("DEALER", CurveClientConfig(testkeys.SERVER.public, testkeys.CLIENT))
-        self.inbox: deque[Mc0Message] = deque()
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, zmtp: Connection) -> None:
+        super().__init__(reader, writer, zmtp)
         self._ids = itertools.count(1)
 
     @classmethod
     async def connect(cls, port: int, gate: asyncio.Semaphore | None = None) -> Peer:
-        """Connect and complete the handshake; ``gate`` is held until the broker has accepted the connection."""
-        async with gate or contextlib.nullcontext():
-            reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 10)
-            peer = cls(reader, writer)
-            try:
-                writer.write(peer.zmtp.start(asyncio.get_running_loop().time()).data)
-                await peer._receive(ROUND_TRIP_BOUND * 3)  # the broker's first octets: out of the listen backlog
-            except BaseException:
-                writer.transport.abort()
-                raise
-        try:
-            while peer.zmtp.phase is not Phase.TRAFFIC:  # greeting, HELLO/WELCOME/INITIATE/READY
-                await peer._receive(ROUND_TRIP_BOUND * 3)
-        except BaseException:
-            writer.transport.abort()
-            raise
-        return peer
-
-    async def _receive(self, timeout: float) -> None:
-        data = await asyncio.wait_for(self.reader.read(65536), timeout)
-        out = self.zmtp.receive_data(data, asyncio.get_running_loop().time())
-        if out.data:
-            self.writer.write(out.data)  # PONGs
-        for event in out.events:
-            if isinstance(event, Message):
-                self.inbox.append(codec.decode_message(event.frames))
-            elif isinstance(event, ConnectionClosed):
-                raise ConnectionError(f"the broker closed the connection: {event.code} {event.detail}")
+        return await cls.open(port, Connection("DEALER", CurveClientConfig(testkeys.SERVER.public, testkeys.CLIENT)),
+                              gate)
 
     async def next(self, timeout: float = ROUND_TRIP_BOUND * 3) -> Mc0Message:
         """The next mc0 message other than a NOOP heartbeat."""
         while True:
-            while not self.inbox:
-                await self._receive(timeout)
-            msg = self.inbox.popleft()
+            msg = codec.decode_message(await self.next_frames(timeout))
             if msg.verb != NOOP:
                 return msg
 
@@ -105,7 +73,7 @@ class Peer:
         """Queue one request; returns the ID it carries."""
         request_id = str(next(self._ids)).encode() if with_id else None
         msg = codec.message(verb, ([(ID, request_id)] if request_id else []) + list(headers), positional)
-        self.writer.write(self.zmtp.send(Message(codec.encode_message(msg))).data)
+        self.send_frames(codec.encode_message(msg))
         return request_id
 
     async def request(self, verb: bytes, headers: Sequence[tuple[bytes, bytes]] = (),

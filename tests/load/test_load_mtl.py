@@ -33,19 +33,19 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from load_helpers import ROUND_TRIP_BOUND, LoadResult, close_writer, raise_nofile, run_load
+from load_zmtp import ZmtpPeer
 
 from reference_impl.mtl import control
 from reference_impl.mtl.codec import (
     Confirm, Content, DataCommand, Dismiss, Lease, Ping, Pong, Response, Summon, decode_data, encode_data,
 )
 from reference_impl.mtl.sasl import PLAIN, b64encode, plain_response
-from reference_impl.zmtp.connection import ConnectionClosed, Connection, Message, Phase
+from reference_impl.zmtp.connection import Connection
 from reference_impl.zmtp.null import NullConfig
 
 #: Each writer sends PIPELINE Content every PACE seconds, the rounds of all spread evenly over PACE.  A Content
@@ -64,65 +64,16 @@ AUTHORIZE = {"mechanism": PLAIN, "response": b64encode(plain_response("alice", "
 LAST = (("last", "1"),)  # the properties of a writer's last Content
 
 
-class Zmtp:
-    """One ZMTP connection (NULL) on an asyncio stream, run by the sans-IO connection."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, socket_type: str) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.zmtp = Connection(socket_type, NullConfig())
-        self.inbox: deque[list[bytes]] = deque()
-
-    @classmethod
-    async def connect(cls, port: int, socket_type: str, gate: asyncio.Semaphore | None = None) -> Zmtp:
-        """Connect and complete the handshake; ``gate`` is held until the server has accepted the connection."""
-        async with gate or contextlib.nullcontext():
-            reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 10)
-            peer = cls(reader, writer, socket_type)
-            try:
-                writer.write(peer.zmtp.start(asyncio.get_running_loop().time()).data)
-                await peer._receive(ROUND_TRIP_BOUND * 3)  # the server's first octets: out of the listen backlog
-            except BaseException:
-                writer.transport.abort()
-                raise
-        try:
-            while peer.zmtp.phase is not Phase.TRAFFIC:
-                await peer._receive(ROUND_TRIP_BOUND * 3)
-        except BaseException:
-            writer.transport.abort()
-            raise
-        return peer
-
-    async def _receive(self, timeout: float) -> None:
-        data = await asyncio.wait_for(self.reader.read(65536), timeout)
-        out = self.zmtp.receive_data(data, asyncio.get_running_loop().time())
-        if out.data:
-            self.writer.write(out.data)
-        for event in out.events:
-            if isinstance(event, Message):
-                self.inbox.append(event.frames)
-            elif isinstance(event, ConnectionClosed):
-                raise ConnectionError(f"the server closed the connection: {event.code} {event.detail}")
-
-    async def next(self, timeout: float = ROUND_TRIP_BOUND * 3) -> list[bytes]:
-        while not self.inbox:
-            await self._receive(timeout)
-        return self.inbox.popleft()
-
-    def send(self, frames: list[bytes]) -> None:
-        self.writer.write(self.zmtp.send(Message(frames)).data)
-
-
 class Control:
     """The control connection: REQ, one request at a time."""
 
-    def __init__(self, peer: Zmtp) -> None:
+    def __init__(self, peer: ZmtpPeer) -> None:
         self.peer = peer
 
     async def call(self, command: str, body: Any, expect: int) -> Any:
-        self.peer.send([b"", *control.encode_request(command, body)])
+        self.peer.send_frames([b"", *control.encode_request(command, body)])
         await self.peer.writer.drain()
-        frames = await self.peer.next()
+        frames = await self.peer.next_frames()
         assert frames[:1] == [b""], f"{command}: no REQ delimiter in {frames}"
         reply = control.decode_reply(frames[1:])
         assert reply.code == expect, f"{command}: {reply}"
@@ -131,7 +82,7 @@ class Control:
     @classmethod
     async def login(cls, port: int, gate: asyncio.Semaphore | None = None) -> Control:
         """Open, authenticate and select the profile."""
-        ctl = cls(await Zmtp.connect(port, "REQ", gate))
+        ctl = cls(await ZmtpPeer.open(port, Connection("REQ", NullConfig()), gate))
         try:
             await ctl.call("Connection.Open", OPEN, 401)
             await ctl.call("Connection.Authorize", AUTHORIZE, 201)
@@ -151,13 +102,13 @@ class Control:
 class Flow:
     """A data connection: DEALER, answering the broker's Pings as it reads."""
 
-    def __init__(self, peer: Zmtp) -> None:
+    def __init__(self, peer: ZmtpPeer) -> None:
         self.peer = peer
         self.seq = itertools.count(1)
 
     @classmethod
     async def open(cls, port: int, lease: str, gate: asyncio.Semaphore | None = None) -> Flow:
-        flow = cls(await Zmtp.connect(port, "DEALER", gate))
+        flow = cls(await ZmtpPeer.open(port, Connection("DEALER", NullConfig()), gate))
         try:
             await flow.command(Lease(next(flow.seq), lease))
         except BaseException:
@@ -166,11 +117,11 @@ class Flow:
         return flow
 
     def send(self, command: DataCommand) -> None:
-        self.peer.send(encode_data(command))
+        self.peer.send_frames(encode_data(command))
 
     async def next(self, timeout: float = ROUND_TRIP_BOUND * 3) -> DataCommand:
         while True:
-            command = decode_data(await self.peer.next(timeout))
+            command = decode_data(await self.peer.next_frames(timeout))
             if isinstance(command, Ping):
                 self.send(Pong())
             elif not isinstance(command, Pong):
