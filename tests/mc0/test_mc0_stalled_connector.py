@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 
 from reference_impl.mc0 import codec, server as mc0_server, testkeys
 from reference_impl.mc0.codec import ID, OK, PUT, SUB, TOPIC
 from reference_impl.mc0.server import start_server
 from reference_impl.zmtp.connection import Connection, Message, Phase
 from reference_impl.zmtp.curve import CurveClientConfig
+from socket_helpers import closed_within
 
 TCP_ESTABLISHED = 1
 PAYLOAD = b"x" * 65536
@@ -66,17 +66,6 @@ class Connector:
         return sock.fileno() >= 0 and sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0] == TCP_ESTABLISHED
 
 
-async def _until_closed(writer: asyncio.StreamWriter, within: float) -> bool:
-    """Wait until the socket under the broker's end of a connection is closed."""
-    sock = writer.get_extra_info("socket")
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if sock.fileno() < 0:
-            return True
-        await asyncio.sleep(0.05)
-    return False
-
-
 def test_a_connector_past_the_write_timeout_is_let_go(monkeypatch) -> None:
     monkeypatch.setattr(mc0_server, "CLOSE_TIMEOUT", 0.2)
 
@@ -95,7 +84,7 @@ def test_a_connector_past_the_write_timeout_is_let_go(monkeypatch) -> None:
             else:
                 raise AssertionError("the broker kept reading a connector that never reads")
             # write timeout 0.5 s, then CLOSE_TIMEOUT 0.2 s to flush what it cannot: then it must let go
-            assert await _until_closed(held, 5.0), "the broker still holds the socket of a connector it dropped"
+            assert await closed_within(held, 5.0), "the broker still holds the socket of a connector it dropped"
             assert not server.broker.peers
             peer.writer.transport.abort()
         finally:
@@ -116,7 +105,7 @@ def test_a_subscriber_past_max_backlog_is_let_go_at_once() -> None:
                 publisher.send(codec.message(PUT, [(TOPIC, b"t")], [PAYLOAD]))
                 await publisher.writer.drain()
             # the write timeout (10 s) is far off: only max_backlog can have dropped it
-            assert await _until_closed(held, 3.0), "the broker still holds the socket of a subscriber past max_backlog"
+            assert await closed_within(held, 3.0), "the broker still holds the socket of a subscriber past max_backlog"
             assert set(server.broker.peers) == {2} and not server.broker.subscribers
             assert publisher.established()
             for peer in (subscriber, publisher):

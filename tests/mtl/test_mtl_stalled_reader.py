@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 
 from reference_impl.mtl import server as mtl_server
 from reference_impl.mtl.client import MtlClient
@@ -22,6 +21,7 @@ from reference_impl.mtl.server import MtlServer, Peer
 from reference_impl.mtl.service import Broker, BrokerOptions
 from reference_impl.zmtp.connection import Connection, Message, Phase
 from reference_impl.zmtp.null import NullConfig
+from socket_helpers import closed_within
 
 PAYLOAD = b"x" * 65536
 
@@ -54,17 +54,6 @@ class StalledReader:
         return [decode_data(event.frames) for event in out.events if isinstance(event, Message)]
 
 
-async def _until_closed(peer: Peer, within: float) -> bool:
-    """Wait until the socket under the server's end of a connection is closed."""
-    sock = peer.writer.get_extra_info("socket")
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if sock.fileno() < 0:
-            return True
-        await asyncio.sleep(0.05)
-    return False
-
-
 async def _stall_a_reader(server: MtlServer) -> tuple[StalledReader, Peer]:
     """A stalled reader summoned on ``test`` (and the server's end of it), 16 MiB of Content written to it."""
     client = await MtlClient.connect(server.url)
@@ -90,7 +79,7 @@ def test_a_reader_dropped_by_the_heartbeat_timeout_is_let_go(monkeypatch) -> Non
         try:
             stalled, held = await _stall_a_reader(server)
             # silent since its Summon: dropped after 2 s, then CLOSE_TIMEOUT 0.2 s to flush what it cannot
-            assert await _until_closed(held, 6.0), "the server still holds the socket of a reader it dropped"
+            assert await closed_within(held.writer, 6.0), "the server still holds the socket of a reader it dropped"
             assert held not in server.broker.sessions and held not in server.peers
             stalled.writer.transport.abort()
         finally:
@@ -105,7 +94,7 @@ def test_a_reader_past_max_buffered_is_let_go_at_once() -> None:
         try:
             stalled, held = await _stall_a_reader(server)
             # the heartbeat timeout (15 s) is far off: only max_buffered can have dropped it
-            assert await _until_closed(held, 3.0), "the server still holds the socket of a reader past max_buffered"
+            assert await closed_within(held.writer, 3.0), "the server still holds the socket of a reader past max_buffered"
             assert held not in server.broker.sessions
             stalled.writer.transport.abort()
         finally:
