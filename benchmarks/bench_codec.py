@@ -172,7 +172,6 @@ def _zmtp_wire_size(messages: list[list[bytes]]) -> int:
 def _on_zmtp(protocol: str, messages: list, to_frames: Callable, from_frames: Callable) -> list[Mix]:
     """Two mixes for a message codec over ZMTP: the codec alone, and the codec plus ZMTP framing."""
     from reference_impl.zmtp import codec as zmtp
-    from reference_impl.zmtp.codec import Frame
 
     def encode_messages(batch: list) -> list[list[bytes]]:
         return [to_frames(m) for m in batch]
@@ -181,12 +180,7 @@ def _on_zmtp(protocol: str, messages: list, to_frames: Callable, from_frames: Ca
         return len([from_frames(frames) for frames in wire])
 
     def encode_wire(batch: list) -> bytes:
-        out = []
-        for m in batch:
-            frames = to_frames(m)
-            last = len(frames) - 1
-            out += [zmtp.encode_frame(Frame(f, more=i < last)) for i, f in enumerate(frames)]
-        return b"".join(out)
+        return b"".join([zmtp.encode_message(to_frames(m)) for m in batch])
 
     def decode_wire(data: bytes) -> int:
         decoded, parts = [], []

@@ -58,7 +58,6 @@ sys.path.insert(0, str(ROOT))
 import zmq  # noqa: E402
 
 from reference_impl.zmtp import codec  # noqa: E402
-from reference_impl.zmtp.codec import Frame  # noqa: E402
 
 MIX_SIZE = 2000
 PAYLOAD_SIZES = (0, 16, 64, 256, 1024, 4096)
@@ -110,11 +109,7 @@ def best(repeats: int, fn: Callable[[], object]) -> tuple[float, float]:
 # -- ours: the codec alone ---------------------------------------------------------------
 
 def ours_encode(messages: list[list[bytes]]) -> bytes:
-    out = []
-    for parts in messages:
-        last = len(parts) - 1
-        out += [codec.encode_frame(Frame(p, more=i < last)) for i, p in enumerate(parts)]
-    return b"".join(out)
+    return b"".join([codec.encode_message(parts) for parts in messages])
 
 
 def ours_decode(data: bytes) -> list[list[bytes]]:

@@ -38,7 +38,7 @@ from conformance.protocols.base import Frame
 from conformance.scenario.values import build_payload, short
 from reference_impl.common.errors import CodecError
 from reference_impl.zmtp import plain
-from reference_impl.zmtp.codec import Frame as ZFrame, StreamDecoder, encode_frame
+from reference_impl.zmtp.codec import Frame as ZFrame, StreamDecoder, encode_frame, encode_message
 from reference_impl.zmtp.commands import (
     Command, Error, Metadata, Ping, Pong, Ready, command_body, decode_command, encode_command, split_command,
 )
@@ -102,9 +102,7 @@ def encode_parts(parts: list[bytes], *, long: bool = False) -> bytes:
     """One multi-part ZMTP message: MORE on every frame but the last."""
     if not parts:
         raise CodecError("scenario", "a ZMTP message has at least one frame")
-    last = len(parts) - 1
-    return b"".join(encode_frame(ZFrame(bytes(p), more=i < last), long=True if long else None)
-                    for i, p in enumerate(parts))
+    return encode_message([bytes(p) for p in parts], long=True if long else None)
 
 
 def command_frame(body: bytes) -> Frame:

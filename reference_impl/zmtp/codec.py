@@ -99,10 +99,10 @@ def decode_message(wire: bytes, max_frame: int = DEFAULT_MAX_FRAME) -> list[byte
     return parts
 
 
-def encode_message(parts: list[bytes]) -> bytes:
-    """One ZMTP message: MORE on every frame but the last."""
+def encode_message(parts: list[bytes], *, long: bool | None = None) -> bytes:
+    """One ZMTP message: MORE on every frame but the last (``long``: as encode_frame)."""
     last = len(parts) - 1
-    return b"".join(encode_frame(Frame(p, more=i < last)) for i, p in enumerate(parts))
+    return b"".join(encode_frame(Frame(p, more=i < last), long=long) for i, p in enumerate(parts))
 
 
 class StreamDecoder:
