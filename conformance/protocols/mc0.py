@@ -314,41 +314,32 @@ def normalize(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
-    problems: list[tuple[tuple, str]] = []
-
-    def check_send(spec: dict, path: tuple) -> None:
+    def send(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
         if set(spec) == {"hex"}:
-            return
+            return []
         allowed = HANDSHAKE_KEYS if "zmtp" in spec else SEND_KEYS
         unknown = sorted(set(spec) - allowed)
         if unknown:
-            problems.append((path + (unknown[0],), f"unknown mc0 send field {unknown[0]!r} (known: {', '.join(sorted(allowed))})"))
-        elif "zmtp" in spec and spec["zmtp"] != "handshake":
-            problems.append((path + ("zmtp",), "a zmtp send step is {zmtp: handshake, ...}"))
-        elif spec.get("mechanism", "CURVE") not in ("CURVE", "NULL"):
-            problems.append((path + ("mechanism",), 'mechanism is CURVE or "NULL" (quoted: YAML reads a bare NULL as nothing)'))
-        elif "zmtp" not in spec and "verb" not in spec and "frames" not in spec:
-            problems.append((path, "an mc0 send names a verb or gives frames"))
-
-    def check_match(spec: dict, path: tuple) -> None:
-        unknown = sorted(set(spec) - MATCH_KEYS)
-        if unknown:
-            problems.append((path + (unknown[0],), f"unknown mc0 field {unknown[0]!r} (known: {', '.join(sorted(MATCH_KEYS))})"))
-        elif not spec:
-            problems.append((path, "an expectation names at least one field"))
-        elif "zmtp" in spec and spec["zmtp"] not in ZMTP_KINDS:
-            problems.append((path + ("zmtp",), f"zmtp is one of {', '.join(ZMTP_KINDS)}"))
-
-    def send(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
-        check_send(spec, path)
+            return [(path + (unknown[0],), f"unknown mc0 send field {unknown[0]!r} (known: {', '.join(sorted(allowed))})")]
+        if "zmtp" in spec and spec["zmtp"] != "handshake":
+            return [(path + ("zmtp",), "a zmtp send step is {zmtp: handshake, ...}")]
+        if spec.get("mechanism", "CURVE") not in ("CURVE", "NULL"):
+            return [(path + ("mechanism",), 'mechanism is CURVE or "NULL" (quoted: YAML reads a bare NULL as nothing)')]
+        if "zmtp" not in spec and "verb" not in spec and "frames" not in spec:
+            return [(path, "an mc0 send names a verb or gives frames")]
         return []
 
     def match(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
-        check_match(spec, path)
+        unknown = sorted(set(spec) - MATCH_KEYS)
+        if unknown:
+            return [(path + (unknown[0],), f"unknown mc0 field {unknown[0]!r} (known: {', '.join(sorted(MATCH_KEYS))})")]
+        if not spec:
+            return [(path, "an expectation names at least one field")]
+        if "zmtp" in spec and spec["zmtp"] not in ZMTP_KINDS:
+            return [(path + ("zmtp",), f"zmtp is one of {', '.join(ZMTP_KINDS)}")]
         return []
 
-    walked = check_frame_specs(case, send=send, match=match)
-    return walked + problems
+    return check_frame_specs(case, send=send, match=match)
 
 
 # -- the reference target -----------------------------------------------------------------

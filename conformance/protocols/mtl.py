@@ -297,12 +297,12 @@ def _scram_final_matches(expected: dict[str, Any], frame: Frame) -> tuple[bool, 
 
 
 def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
-    problems: list[tuple[tuple, str]] = []
     match_keys = ZMTP_MATCH_KEYS | DATA_MATCH_KEYS | REPLY_KEYS
 
     def send(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
         if {"hex"} >= set(spec):
             return []
+        problems = []
         if "zmtp" in spec:
             allowed = ZMTP_SEND_KEYS
         elif "frames" in spec:
@@ -314,20 +314,18 @@ def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
             if "type" not in spec and str(spec.get("kind", "")).lower() not in KINDS:
                 problems.append((path + ("kind",), f"unknown MTL data command {spec.get('kind')!r} "
                                  f"(known: {', '.join(KINDS)}); a control request names `command`"))
-        check(spec, allowed, path)
-        return []
+        return problems + unknown_fields(spec, allowed, path)
 
     def match(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
-        check(spec, match_keys, path)
-        return []
+        return unknown_fields(spec, match_keys, path)
 
-    def check(spec: dict, allowed: set[str], path: tuple) -> None:
+    def unknown_fields(spec: dict, allowed: set[str], path: tuple) -> list[tuple[tuple, str]]:
         unknown = sorted(set(spec) - allowed)
         if unknown:
-            problems.append((path + (unknown[0],), f"unknown MTL field {unknown[0]!r} (known: {', '.join(sorted(allowed))})"))
+            return [(path + (unknown[0],), f"unknown MTL field {unknown[0]!r} (known: {', '.join(sorted(allowed))})")]
+        return []
 
-    walked = check_frame_specs(case, send=send, match=match)
-    return walked + problems
+    return check_frame_specs(case, send=send, match=match)
 
 
 # -- the reference target --------------------------------------------------------------

@@ -371,61 +371,51 @@ def _allowed_keys(spec: dict[str, Any], *, send: bool) -> set[str] | None:
 
 
 def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
-    problems: list[tuple[tuple, str]] = []
-
     def send(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
-        if "batch" in spec:
-            if set(spec) != {"batch"} or not isinstance(spec["batch"], list) or not spec["batch"]:
-                problems.append((path + ("batch",), "batch is a non-empty list of frames, alone in its send"))
-                return []
-            for j, frame in enumerate(spec["batch"]):
-                if not isinstance(frame, dict) or "batch" in frame:
-                    problems.append((path + ("batch", j), "a batch item is one frame"))
-                else:
-                    check_frame(frame, path + ("batch", j), send_side=True)
-        elif not ({"hex"} >= set(spec) or {"text"} >= set(spec)):
-            check_frame(spec, path, send_side=True)
-        return []
+        if "batch" not in spec:
+            return [] if {"hex"} >= set(spec) or {"text"} >= set(spec) else check_frame(spec, path, send_side=True)
+        if set(spec) != {"batch"} or not isinstance(spec["batch"], list) or not spec["batch"]:
+            return [(path + ("batch",), "batch is a non-empty list of frames, alone in its send")]
+        problems = []
+        for j, frame in enumerate(spec["batch"]):
+            if not isinstance(frame, dict) or "batch" in frame:
+                problems.append((path + ("batch", j), "a batch item is one frame"))
+            else:
+                problems += check_frame(frame, path + ("batch", j), send_side=True)
+        return problems
 
     def match(spec: dict, path: tuple) -> list[tuple[tuple, str]]:
-        check_frame(spec, path, send_side=False)
-        return []
+        return check_frame(spec, path, send_side=False)
 
-    def check_frame(spec: dict, path: tuple, *, send_side: bool) -> None:
+    def check_frame(spec: dict, path: tuple, *, send_side: bool) -> list[tuple[tuple, str]]:
         allowed = _allowed_keys(spec, send=send_side)
         if allowed is None:
             if "type" not in spec:
-                problems.append((path, "an rsio frame needs a type"))
-            else:
-                try:
-                    type_name(spec["type"], virtual=not send_side)
-                except CodecError as exc:
-                    problems.append((path + ("type",), str(exc)))
-                else:
-                    problems.append((path + ("type",), f"type {spec['type']!r} cannot be used here"))
-            return
+                return [(path, "an rsio frame needs a type")]
+            try:
+                type_name(spec["type"], virtual=not send_side)
+            except CodecError as exc:
+                return [(path + ("type",), str(exc))]
+            return [(path + ("type",), f"type {spec['type']!r} cannot be used here")]
         unknown = sorted(set(spec) - allowed)
         if unknown:
             what = spec.get("type", "any type")
-            problems.append((path + (unknown[0],), f"unknown rsio field {unknown[0]!r} for {what} "
-                                                  f"(known: {', '.join(sorted(allowed))})"))
-            return
+            return [(path + (unknown[0],), f"unknown rsio field {unknown[0]!r} for {what} "
+                                           f"(known: {', '.join(sorted(allowed))})")]
         if send_side and "hex" in spec and set(spec) != {"type", "hex"}:
-            problems.append((path + ("hex",), "hex gives the whole body after the type: no other fields with it"))
-            return
+            return [(path + ("hex",), "hex gives the whole body after the type: no other fields with it")]
         if send_side and not isinstance(type_name(spec["type"]), str) and "hex" not in spec:
-            problems.append((path + ("type",), f"type {spec['type']} is not an rsio/0 message: give its bytes with hex"))
-            return
+            return [(path + ("type",), f"type {spec['type']} is not an rsio/0 message: give its bytes with hex")]
         try:
             concrete = {k: v for k, v in spec.items() if not (isinstance(v, str) and v.startswith("="))}
             normalize(concrete)
             if send_side and "hex" not in spec and not any(isinstance(v, str) and v.startswith("=") for v in spec.values()):
                 build_message(concrete)
         except (CodecError, ValueError, TypeError) as exc:
-            problems.append((path, str(exc)))
+            return [(path, str(exc))]
+        return []
 
-    walked = check_frame_specs(case, send=send, match=match)
-    return walked + problems
+    return check_frame_specs(case, send=send, match=match)
 
 
 # -- reference target --------------------------------------------------------------
