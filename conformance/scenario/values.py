@@ -89,16 +89,14 @@ def substitute(value: Any, names: dict[str, int]) -> Any:
 
 def millis(value: int | str, params: dict[str, int]) -> int:
     """'heartbeat_timeout_ms + 2000' -> that parameter plus 2000; '= 4 * heartbeat_interval_ms + 9000'
-    -> integer arithmetic over the target's parameters."""
+    -> integer arithmetic over the target's parameters (both forms are one expression)."""
     if isinstance(value, int):
         return value
-    if value.startswith("="):
-        return evaluate(value, params)
-    name, _, extra = value.partition("+")
-    name = name.strip()
-    if name not in params:
-        raise ValueError_(f"unknown target parameter {name!r} (known: {', '.join(sorted(params))})")
-    return params[name] + (int(extra) if extra.strip() else 0)
+    if not value.startswith("="):  # the plain form names a parameter: say which exist
+        for name in _compiled(value)[1]:
+            if name not in params:
+                raise ValueError_(f"unknown target parameter {name!r} (known: {', '.join(sorted(params))})")
+    return evaluate(value, params)
 
 
 @lru_cache(maxsize=256)
