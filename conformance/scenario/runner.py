@@ -30,7 +30,6 @@ CONNECT_TIMEOUT = 5.0
 MAX_MACRO_DEPTH = 4
 WS_MAX_MESSAGE = 64 * 1024 * 1024
 _YIELD_EVERY = 256
-_OPTION_KEYS = EXPECT_OPTIONS  # one list with the load-time check
 
 ClientLauncher = Callable[[str, str], Awaitable[int]]
 
@@ -301,7 +300,7 @@ class CaseRunner:
         if "all_of" in spec:
             await self._expect_all(spec, level, within, allowed)
             return
-        raw_alts = spec["any_of"] if "any_of" in spec else [{k: v for k, v in spec.items() if k not in _OPTION_KEYS}]
+        raw_alts = spec["any_of"] if "any_of" in spec else [{k: v for k, v in spec.items() if k not in EXPECT_OPTIONS}]
         closed_ok = spec.get("closed", False) or any(a.get("closed") for a in raw_alts)
         alternatives = [self.adapter.normalize(a) for a in raw_alts if not a.get("closed")]
         unsupported = self.adapter.normalize(spec["unsupported_if"]) if "unsupported_if" in spec else None
