@@ -45,7 +45,7 @@ class DockerTarget(Target):
             self._containers[key] = container
         return self._containers[key].url
 
-    def client_launcher(self, protocol: str) -> ClientLauncher:
+    def own_client_launcher(self, protocol: str) -> ClientLauncher:
         from conformance.images.container import run_client
         image = self.image
 

@@ -60,12 +60,20 @@ class Target:
     spec: str
     name: str
     in_process = False
+    #: `--target-client`: runs client-role cases whatever serves the server-role ones
+    client_command: str | None = None
 
     def endpoint(self, protocol: str, transport: str) -> str | None:
         """URL to reach the target's server for this transport, or None if it offers none."""
         raise NotImplementedError
 
     def client_launcher(self, protocol: str) -> ClientLauncher | None:
+        if self.client_command:
+            return command_client_launcher(self.client_command)
+        return self.own_client_launcher(protocol)
+
+    def own_client_launcher(self, protocol: str) -> ClientLauncher | None:
+        """The target's own client role, used when no --target-client is given."""
         return None
 
     def params(self, protocol: str) -> dict[str, int]:
@@ -101,7 +109,7 @@ class RefTarget(Target):
             self._servers[key] = self._loop.run(adapter.start_reference(transport, self.params(protocol)), STARTUP_TIMEOUT)
         return self._servers[key].url
 
-    def client_launcher(self, protocol: str) -> ClientLauncher:
+    def own_client_launcher(self, protocol: str) -> ClientLauncher:
         adapter = adapter_for(protocol)
         return lambda testcase, url: adapter.run_reference_client(url, testcase)
 
@@ -119,9 +127,13 @@ class RefTarget(Target):
 class UrlTarget(Target):
     def __init__(self, spec: str, name: str | None = None) -> None:
         parts = urlsplit(spec)
+        try:
+            port = parts.port
+        except ValueError:
+            raise TargetError(f"target {spec!r}: the port is not a number from 1 to 65535") from None
         if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
             raise TargetError(f"target {spec!r}: the suite only sends test traffic to 127.0.0.1")
-        if parts.port is None:
+        if not port:
             raise TargetError(f"target {spec!r} needs a port")
         self.spec = spec
         self.name = name or spec
@@ -152,13 +164,12 @@ def wait_listening(port: int, deadline: float, alive: Callable[[], bool]) -> boo
 class CommandTarget(Target):
     """Spawns the target's server; stops it by the PID it started."""
 
-    def __init__(self, spec: str, name: str | None = None, client_command: str | None = None) -> None:
+    def __init__(self, spec: str, name: str | None = None) -> None:
         self.spec = spec
         self.command = spec.split(":", 1)[1].strip()
         if "{port}" not in self.command:
             raise TargetError(f"target {spec!r}: the command needs a {{port}} placeholder")
         self.name = name or self.command.split()[0]
-        self.client_command = client_command
         self._procs: dict[str, tuple[subprocess.Popen, str, object]] = {}
 
     def endpoint(self, protocol: str, transport: str) -> str | None:
@@ -190,23 +201,6 @@ class CommandTarget(Target):
                               f"(exit code {proc.poll()}); its output:\n{tail}")
         url = f"ws://127.0.0.1:{port}/" if transport == "ws" else f"tcp://127.0.0.1:{port}"
         return proc, url, output
-
-    def client_launcher(self, protocol: str) -> ClientLauncher | None:
-        if not self.client_command:
-            return None
-        template = self.client_command
-
-        async def launch(testcase: str, url: str) -> int:
-            argv = shlex.split(template.replace("{url}", url).replace("{testcase}", testcase))
-            proc = await asyncio.create_subprocess_exec(*argv, stdin=subprocess.DEVNULL,
-                                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                return await proc.wait()
-            finally:
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
-        return launch
 
     def logs(self) -> str:
         parts = []
@@ -249,13 +243,52 @@ def _dies_with_us(argv: list[str]) -> list[str]:
     return [sys.executable, "-I", "-c", _PARENT_DEATH_EXEC, str(os.getpid()), *argv]
 
 
+def command_client_launcher(template: str) -> ClientLauncher:
+    """Runs `--target-client` once per client-role case; a client still running when the case
+    is done is killed by the PID this started."""
+
+    async def launch(testcase: str, url: str) -> int:
+        argv = shlex.split(template.replace("{url}", url).replace("{testcase}", testcase))
+        proc = await asyncio.create_subprocess_exec(*_dies_with_us(argv), stdin=subprocess.DEVNULL,
+                                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            return await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    return launch
+
+
+def check_client_command(template: str) -> None:
+    """A --target-client that cannot work is a usage error before any case runs."""
+    try:
+        argv = shlex.split(template)
+    except ValueError as exc:
+        raise TargetError(f"--target-client {template!r}: {exc}") from None
+    if "{url}" not in template:
+        raise TargetError(f"--target-client {template!r} needs a {{url}} placeholder (and usually {{testcase}})")
+    if not argv or shutil.which(argv[0]) is None:
+        raise TargetError(f"--target-client: cannot run {argv[0] if argv else template!r}: no such program")
+
+
 def parse_target(spec: str, *, name: str | None = None, client_command: str | None = None) -> Target:
+    """The target named by --target; --target-client, when given, runs the client-role cases
+    for every kind of server target (never silently ignored)."""
+    if client_command is not None:
+        check_client_command(client_command)
+    target = _server_target(spec, name)
+    target.client_command = client_command
+    return target
+
+
+def _server_target(spec: str, name: str | None) -> Target:
     if spec in ("ref", "reference"):
         return RefTarget()
     if spec.startswith(("tcp://", "ws://")):
         return UrlTarget(spec, name)
     if spec.startswith("cmd:"):
-        return CommandTarget(spec, name, client_command)
+        return CommandTarget(spec, name)
     if spec.startswith("docker:"):
         from conformance.docker_target import DockerTarget  # imported lazily: needs the docker SDK
         return DockerTarget(spec.split(":", 1)[1], name)

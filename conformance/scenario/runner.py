@@ -47,12 +47,17 @@ class CaseResult:
 
 
 class _Verdict(Exception):
-    """Ends the exchange with a grade."""
+    """Ends the exchange with a grade.
 
-    def __init__(self, grade: Grade, message: str) -> None:
+    ``departure`` marks a verdict about the target going away (it closed, or went quiet)
+    rather than about something it sent: a client that exits 127 may still call the case
+    unsupported after a departure, never after a violation."""
+
+    def __init__(self, grade: Grade, message: str, departure: bool = False) -> None:
         super().__init__(message)
         self.grade = grade
         self.message = message
+        self.departure = departure
 
 
 class _FrameStream:
@@ -106,6 +111,12 @@ class CaseRunner:
         self.vars: dict[str, Any] = {}
         self._target_url: str | None = None
         self._extra: list[Any] = []  # channels and fault proxies opened by `connect`, closed with the case
+        # client role: the client's task, when it ended, and the timeline it is judged against
+        self.client: asyncio.Future | None = None
+        self.client_exited_at: float | None = None
+        self.last_send_at: float | None = None
+        self.step_done_at = 0.0
+        self.violation = False  # the target sent or did something a case grades as wrong
 
     # -- entry points -------------------------------------------------------
 
@@ -134,7 +145,8 @@ class CaseRunner:
     async def against_client(self, launch: ClientLauncher) -> CaseResult:
         started = time.monotonic()
         server = await SuiteServer.start(self.transport, self.log, WS_MAX_MESSAGE)
-        client = asyncio.ensure_future(launch(self.case.client_testcase or "", server.url))
+        client = self.client = asyncio.ensure_future(launch(self.case.client_testcase or "", server.url))
+        client.add_done_callback(self._client_ended)
         try:
             accepted = asyncio.ensure_future(server.accept(CONNECT_TIMEOUT * 2))
             await asyncio.wait({accepted, client}, return_when=asyncio.FIRST_COMPLETED)
@@ -153,9 +165,12 @@ class CaseRunner:
             return result
         finally:
             if not client.done():
-                client.cancel()
+                client.cancel()  # the launcher kills the client by the PID it started
                 await asyncio.gather(client, return_exceptions=True)
             await server.close()
+
+    def _client_ended(self, _client: asyncio.Future) -> None:
+        self.client_exited_at = time.monotonic()
 
     # -- the exchange -------------------------------------------------------
 
@@ -168,11 +183,13 @@ class CaseRunner:
         self.stream = self._new_stream(channel)
         self.streams["main"] = self.stream
         exchange, message, deadline_ms = Grade.PASSED, "", 0
+        self.step_done_at = time.monotonic()
         try:
             deadline_ms = millis(self.case.timeout_ms, self.params)  # may follow the target's timers
             await asyncio.wait_for(self._steps(self.case.steps, {}, 0), deadline_ms / 1000)
         except _Verdict as verdict:
             exchange, message = verdict.grade, verdict.message
+            self.violation = verdict.grade in (Grade.FAILED, Grade.NON_STRICT) and not verdict.departure
         except asyncio.TimeoutError:
             exchange = grade_for_violation(self.case.requirement)
             message = f"no verdict within the case deadline of {deadline_ms} ms"
@@ -180,7 +197,8 @@ class CaseRunner:
             exchange, message = Grade.ERROR, f"the case itself is broken: {exc}"
         client_exit = None
         if client is not None:
-            exchange, message, client_exit = await self._client_outcome(client, exchange, message)
+            exchange, message, client_exit = await self._client_outcome(
+                client, exchange, message, started + deadline_ms / 1000, deadline_ms)
         if self.case.requirement in ("MAY", "INFO") and exchange is not Grade.ERROR:
             message = "observed: " + (message or "; ".join(self.observed) or "the behaviour described")
             exchange = Grade.INFORMATIONAL
@@ -188,17 +206,40 @@ class CaseRunner:
             message = "; ".join(m for m in (message, self.close_message) if m)
         return self._result(exchange, message, started, client_exit=client_exit)
 
-    async def _client_outcome(self, client: asyncio.Future, exchange: Grade, message: str):
+    async def _client_outcome(self, client: asyncio.Future, exchange: Grade, message: str,
+                              case_deadline: float, deadline_ms: int):
+        """The exchange's grade, corrected by what the client process did.
+
+        A case with ``client_exit`` waits for the client until the case deadline and fails a
+        client that is still running then; other cases give it a moment to report 127."""
+        if self.close_grade in (Grade.FAILED, Grade.NON_STRICT):
+            self.violation = True
+        wait = max(case_deadline - time.monotonic(), 1.0)
+        if self.case.client_exit is None:
+            wait = min(wait, 5.0)
         try:
-            code = await asyncio.wait_for(asyncio.shield(client), 5)
+            code = await asyncio.wait_for(asyncio.shield(client), wait)
         except asyncio.TimeoutError:
+            if self.case.client_exit is not None and exchange is not Grade.ERROR and not self.violation:
+                return (grade_for_violation(self.case.requirement),
+                        f"the client did not exit within the case deadline of {deadline_ms} ms "
+                        f"(expected exit code {self.case.client_exit}); it was killed", None)
             return exchange, message, None
         except Exception as exc:  # the client target crashed: that is its grade, not ours
             return Grade.ERROR, f"client target raised {exc!r}", None
-        if code == 127:
+        if code == 127 and not self.violation:
             return Grade.UNSUPPORTED, f"the client answered 127: test case {self.case.client_testcase!r} unsupported", code
-        if self.case.client_exit is not None and code != self.case.client_exit and exchange is Grade.PASSED:
-            return grade_for_violation(self.case.requirement), f"client exited {code}, expected {self.case.client_exit}", code
+        if code == 127:
+            message = f"{message}; the client then answered 127 (unsupported), too late: it had already broken the case"
+        if exchange is not Grade.PASSED:
+            return exchange, message, code
+        level = grade_for_violation(self.case.requirement)
+        if (self.last_send_at is not None and self.client_exited_at is not None
+                and self.client_exited_at < self.last_send_at):
+            return level, (f"the client exited ({code}) before the suite sent its last message: "
+                           "it ended the case before completing it"), code
+        if self.case.client_exit is not None and code != self.case.client_exit:
+            return level, f"client exited {code}, expected {self.case.client_exit}", code
         return exchange, message, code
 
     def _new_stream(self, channel: Channel) -> _FrameStream:
@@ -264,6 +305,8 @@ class CaseRunner:
                 await self._connect(step["connect"])
             elif "use" in step:
                 self._use(step["use"])
+            elif "expect_exit" in step:
+                await self._expect_exit(step["expect_exit"])
             elif "macro" in step:
                 if depth >= MAX_MACRO_DEPTH or step["macro"] not in self.adapter.macros:
                     raise ValueError_(f"unknown or too deeply nested macro {step['macro']!r}")
@@ -273,6 +316,7 @@ class CaseRunner:
                 var, start = spec.get("var", "i"), spec.get("start", 0)
                 for i in range(spec["count"]):
                     await self._steps(spec["steps"], {**names, var: start + i}, depth)
+            self.step_done_at = time.monotonic()
 
     async def _send(self, spec: dict[str, Any]) -> None:
         if "hex" in spec and len(spec) == 1:
@@ -285,6 +329,7 @@ class CaseRunner:
             payloads = encode(spec) if encode else self.adapter.encode(spec, self.transport)
         for data in payloads:
             await self.stream.channel.send(data)
+        self.last_send_at = time.monotonic()
 
     def _is_noise(self, frame: Frame) -> bool:
         return any(self.adapter.matches(n, frame)[0] for n in self.noise)
@@ -300,8 +345,9 @@ class CaseRunner:
         if "all_of" in spec:
             await self._expect_all(spec, level, within, allowed)
             return
-        raw_alts = spec["any_of"] if "any_of" in spec else [{k: v for k, v in spec.items() if k not in EXPECT_OPTIONS}]
-        closed_ok = spec.get("closed", False) or any(a.get("closed") for a in raw_alts)
+        fields = {k: v for k, v in spec.items() if k not in EXPECT_OPTIONS}
+        raw_alts = spec["any_of"] if "any_of" in spec else ([fields] if fields else [])
+        closed_ok = spec.get("closed", False) is True or any(a.get("closed") is True for a in raw_alts)
         alternatives = [self.adapter.normalize(a) for a in raw_alts if not a.get("closed")]
         unsupported = self.adapter.normalize(spec["unsupported_if"]) if "unsupported_if" in spec else None
 
@@ -313,12 +359,14 @@ class CaseRunner:
             try:
                 frame = await self.stream.next(deadline)
             except Deadline:
-                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {wanted()}; nothing arrived") from None
+                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {wanted()}; nothing arrived",
+                               departure=True) from None
             if frame is None:
                 if closed_ok:
                     self.observed.append("closed")
                     return
-                raise _Verdict(grade_for_violation(level), f"the target closed the connection while the suite waited for {wanted()}")
+                raise _Verdict(grade_for_violation(level),
+                               f"the target closed the connection while the suite waited for {wanted()}", departure=True)
             if self._is_noise(frame) or self._allowed(frame, allowed):
                 continue
             reasons = []
@@ -345,9 +393,11 @@ class CaseRunner:
             try:
                 frame = await self.stream.next(deadline)
             except Deadline:
-                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {missing()}; nothing more arrived") from None
+                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {missing()}; nothing more arrived",
+                               departure=True) from None
             if frame is None:
-                raise _Verdict(grade_for_violation(level), f"the target closed the connection while the suite waited for {missing()}")
+                raise _Verdict(grade_for_violation(level),
+                               f"the target closed the connection while the suite waited for {missing()}", departure=True)
             if self._is_noise(frame) or self._allowed(frame, allowed):
                 continue
             reasons = []
@@ -398,9 +448,35 @@ class CaseRunner:
             except Deadline:
                 return
             if frame is None:
-                raise _Verdict(grade_for_violation(level), "the target closed the connection; it should have stayed open and silent")
+                raise _Verdict(grade_for_violation(level), "the target closed the connection; it should have stayed open and silent",
+                               departure=True)
             if not self._is_noise(frame):
                 raise _Verdict(grade_for_violation(level), f"the target sent {frame}; it should have sent nothing")
+
+    async def _expect_exit(self, spec: dict[str, Any]) -> None:
+        """Client role: the client process ends within ``within_ms`` of the previous step, and not
+        sooner than ``not_before_ms`` (a timeout the client must wait out), with ``code``."""
+        if self.client is None:
+            raise ValueError_("expect_exit is for client-role cases")
+        level = spec.get("level", self.case.requirement)
+        within = millis(spec.get("within_ms", DEFAULT_EXPECT_MS), self.params)
+        not_before = millis(spec.get("not_before_ms", 0), self.params)
+        since = self.step_done_at
+        remaining = since + within / 1000 - time.monotonic()
+        try:
+            code = await asyncio.wait_for(asyncio.shield(self.client), max(remaining, 0))
+        except asyncio.TimeoutError:
+            raise _Verdict(grade_for_violation(level), f"the client did not exit within {within} ms") from None
+        except Exception:  # a crashed launcher: the client outcome reports it as ERROR
+            return
+        took = ((self.client_exited_at or time.monotonic()) - since) * 1000
+        if took < not_before:
+            raise _Verdict(grade_for_violation(level),
+                           f"the client exited after {took:.0f} ms; it must wait at least {not_before} ms")
+        if "code" in spec and code != spec["code"]:
+            raise _Verdict(grade_for_violation(level), f"the client exited {code}, expected {spec['code']}",
+                           departure=code == 127)
+        self.observed.append(f"the client exited {code} after {took:.0f} ms")
 
     def _result(self, exchange: Grade, message: str, started: float, client_exit: int | None = None) -> CaseResult:
         grade = worst(exchange, self.close_grade)
