@@ -77,6 +77,8 @@ _MISSING = object()
 
 def _in_range(key: str, actual: Any, spec: dict[str, Any]) -> tuple[bool, str]:
     """{in: [...]} or {min: a, max: b}: several values are conformant."""
+    if not ({"in", "min", "max"} & set(spec)):
+        return False, f"{key}: the case gives no value, in, min or max to compare {_show(actual)} with"
     if "in" in spec and actual not in spec["in"]:
         return False, f"{key} is {_show(actual)}, expected one of {', '.join(map(_show, spec['in']))}"
     if "min" in spec and actual < spec["min"]:

@@ -10,7 +10,10 @@ only say what a valid sent or matched frame of their protocol looks like.
 
 It also refuses the shapes the runner would silently half-ignore: fields
 beside ``any_of``/``all_of`` (the runner only reads the list), both lists in
-one expect, and a ``closed`` alternative that names other fields.
+one expect, and a ``closed`` alternative that names other fields; and the
+shapes that would match anything, so a case could pass whatever the target
+does: an expect that names no frame, a frame spec with no fields, a field
+matched by ``{}``, and a case that expects nothing at all.
 """
 
 from __future__ import annotations
@@ -25,20 +28,58 @@ Problem = tuple[tuple, str]
 Check = Callable[[dict[str, Any], tuple], Iterable[Problem]]
 
 
-def check_frame_specs(case: dict[str, Any], *, send: Check, match: Check) -> list[Problem]:
+#: Steps that let a case fail: a case with none of them (and no ``client_exit``) passes always.
+GRADED_STEPS = ("expect", "expect_close", "expect_silence", "expect_exit", "macro")
+
+
+def check_frame_specs(case: dict[str, Any], *, send: Check, match: Check,
+                      exact_fields: Iterable[str] = ()) -> list[Problem]:
     """Problems with the frames a case names, as (path inside the case, message).
 
     ``send(spec, path)`` sees every sent frame spec (hex forms included: the
     adapter knows its own raw forms); ``match(spec, path)`` every frame spec
     matched against the target's frames, options already taken out.
+    ``exact_fields`` are fields an adapter compares whole, where ``{}`` means
+    "empty" rather than "anything".
     """
     problems: list[Problem] = []
-    _steps(case.get("steps"), ("steps",), send, match, problems)
+    exact = frozenset(exact_fields)
+    checked = _checking(match, exact)
+    _steps(case.get("steps"), ("steps",), send, checked, problems)
     noise = case.get("noise")
     if isinstance(noise, list):
         for j, spec in enumerate(noise):
-            _match_one(spec, ("noise", j), match, problems)
+            _match_one(spec, ("noise", j), checked, problems)
+    if isinstance(case.get("steps"), list) and case.get("client_exit") is None and not _grades(case["steps"]):
+        problems.append((("steps",), "the case expects nothing (no expect, expect_close, expect_silence, "
+                                     "expect_exit or macro, no client_exit): it would pass whatever the target does"))
     return problems
+
+
+def _grades(steps: list[Any]) -> bool:
+    for step in steps:
+        if not isinstance(step, dict):
+            continue
+        if any(key in step for key in GRADED_STEPS):
+            return True
+        if isinstance(step.get("repeat"), dict) and isinstance(step["repeat"].get("steps"), list):
+            if _grades(step["repeat"]["steps"]):
+                return True
+    return False
+
+
+def _checking(match: Check, exact: frozenset[str]) -> Check:
+    """The adapter's check, after refusing specs that constrain nothing."""
+
+    def check(spec: dict[str, Any], path: tuple) -> Iterable[Problem]:
+        if not spec:
+            return [(path, "a frame to match names at least one field ({} would match any frame)")]
+        empty = [key for key, value in spec.items() if value == {} and key not in exact]
+        if empty:
+            return [(path + (key,), f"{key}: {{}} constrains nothing; give a value, or in/min/max")
+                    for key in empty]
+        return match(spec, path)
+    return check
 
 
 def _steps(steps: Any, path: tuple, send: Check, match: Check, problems: list[Problem]) -> None:
@@ -64,6 +105,10 @@ def _expect(spec: dict[str, Any], path: tuple, match: Check, problems: list[Prob
         first = sorted(fields)[0]
         problems.append((path + (first,), f"field {first!r} beside {lists[0]} would be ignored: "
                                           f"put it in each alternative"))
+    if "closed" in spec:
+        if spec["closed"] is not True or fields or lists:
+            problems.append((path + ("closed",), "closed is `closed: true` alone (the connection closes); "
+                                                 "to accept a frame or a close, use any_of with {closed: true}"))
     for key in lists:
         alternatives = spec[key]
         if not isinstance(alternatives, list) or not alternatives:
@@ -75,8 +120,12 @@ def _expect(spec: dict[str, Any], path: tuple, match: Check, problems: list[Prob
                     problems.append((path + (key, j), "a close alternative is exactly {closed: true}"))
                 continue
             _match_one(alt, path + (key, j), match, problems)
-    if not lists:
-        _match_one(fields, path, match, problems)
+    if not lists and "closed" not in spec:
+        if not fields:
+            problems.append((path, "an expect names the frame it waits for, or is {closed: true}: "
+                                   "this one would match any frame"))
+        else:
+            _match_one(fields, path, match, problems)
     allow = spec.get("allow")
     if allow is not None:
         if not isinstance(allow, list):

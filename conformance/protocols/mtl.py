@@ -325,7 +325,7 @@ def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
             return [(path + (unknown[0],), f"unknown MTL field {unknown[0]!r} (known: {', '.join(sorted(allowed))})")]
         return []
 
-    return check_frame_specs(case, send=send, match=match)
+    return check_frame_specs(case, send=send, match=match, exact_fields=("body", "properties"))
 
 
 # -- the reference target --------------------------------------------------------------

@@ -31,7 +31,7 @@ PLACES = {
     "allow": lambda good, m: {"steps": [{"expect": {**good, "allow": [m]}}]},
     "unsupported_if": lambda good, m: {"steps": [{"expect": {**good, "unsupported_if": m}}]},
     "repeat": lambda good, m: {"steps": [{"repeat": {"count": 2, "steps": [{"expect": m}]}}]},
-    "noise": lambda good, m: {"noise": [m], "steps": []},
+    "noise": lambda good, m: {"noise": [m], "steps": [{"expect": good}]},
 }
 WHERE = {
     "expect": ("steps", 0, "expect", TYPO),
@@ -102,3 +102,67 @@ def test_sends_are_handed_over_with_their_path() -> None:
     check_frame_specs({"steps": [{"send": {"hex": "00"}}, {"repeat": {"count": 1, "steps": [{"send": {"x": 1}}]}}]},
                       send=lambda s, p: seen.append((s, p)) or [], match=lambda s, p: [])
     assert seen == [({"hex": "00"}, ("steps", 0, "send")), ({"x": 1}, ("steps", 1, "repeat", "steps", 0, "send"))]
+
+
+# -- expectations that would match anything (issue 14 item 7) ------------------
+
+@pytest.mark.parametrize("expect, where", [
+    ({"within_ms": 500}, ("steps", 0, "expect")),
+    ({"within_ms": 500, "level": "SHOULD"}, ("steps", 0, "expect")),
+    ({"closed": True, "a": 1}, ("steps", 0, "expect", "closed")),
+    ({"closed": False}, ("steps", 0, "expect", "closed")),
+    ({"closed": True, "any_of": [{"a": 1}]}, ("steps", 0, "expect", "closed")),
+    ({"a": {}}, ("steps", 0, "expect", "a")),
+    ({"any_of": [{"a": 1}, {}]}, ("steps", 0, "expect", "any_of", 1)),
+    ({"all_of": [{"a": 1}, {"b": {}}]}, ("steps", 0, "expect", "all_of", 1, "b")),
+    ({"a": 1, "allow": [{}]}, ("steps", 0, "expect", "allow", 0)),
+    ({"a": 1, "unsupported_if": {}}, ("steps", 0, "expect", "unsupported_if")),
+])
+def test_an_expect_must_constrain_something(expect: dict, where: tuple) -> None:
+    problems = _walk({"steps": [{"expect": expect}]})
+    assert where in [p for p, _ in problems], problems
+
+
+def test_closed_true_alone_is_an_expected_close() -> None:
+    assert _walk({"steps": [{"expect": {"closed": True, "within_ms": 500}}]}) == []
+
+
+def test_empty_noise_matches_anything_and_is_refused() -> None:
+    problems = _walk({"noise": [{}], "steps": [{"expect": {"a": 1}}]})
+    assert [p for p, _ in problems] == [("noise", 0)]
+
+
+def test_fields_compared_whole_may_be_empty() -> None:
+    problems = check_frame_specs({"steps": [{"expect": {"body": {}}}]}, send=lambda s, p: [],
+                                 match=lambda s, p: [], exact_fields=("body",))
+    assert problems == []
+    mtl = adapter_for("mtl").frame_check({"steps": [{"expect": {"kind": "reply", "code": 200, "properties": {}}}]})
+    assert mtl == []
+
+
+@pytest.mark.parametrize("steps", [
+    [],
+    [{"send": {"a": 1}}],
+    [{"send": {"a": 1}}, {"sleep_ms": 100}],
+    [{"repeat": {"count": 2, "steps": [{"send": {"a": 1}}]}}],
+])
+def test_a_case_that_expects_nothing_is_refused(steps: list) -> None:
+    problems = _walk({"steps": steps})
+    assert [p for p, _ in problems] == [("steps",)], problems
+
+
+@pytest.mark.parametrize("case", [
+    {"steps": [{"send": {"a": 1}}, {"expect_close": {"within_ms": 100}}]},
+    {"steps": [{"expect_silence": {"within_ms": 100}}]},
+    {"steps": [{"macro": "handshake"}]},
+    {"steps": [{"repeat": {"count": 1, "steps": [{"expect": {"a": 1}}]}}]},
+    {"client_exit": 0, "steps": [{"send": {"a": 1}}]},
+])
+def test_a_case_with_any_graded_step_is_accepted(case: dict) -> None:
+    assert _walk(case) == []
+
+
+def test_a_range_with_no_bounds_matches_nothing() -> None:
+    from conformance.protocols.base import _in_range
+    ok, why = _in_range("status", 0, {})
+    assert not ok and "status" in why

@@ -134,6 +134,7 @@ def test_a_case_deadline_may_follow_the_target_timers(tmp_path: Path, timeout, o
             timeout_ms: {timeout}
             steps:
               - send: {{hex: "00"}}
+              - expect_close: {{within_ms: 100}}
         """)
     (case,) = load(path).cases
     assert isinstance(case, Case) is ok, case
