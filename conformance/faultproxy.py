@@ -30,6 +30,8 @@ class FaultProxy:
         self.server: asyncio.base_events.Server | None = None
         self.port = 0
         self._tasks: set[asyncio.Task] = set()
+        #: set when the proxy could not reach the target: the case is ERROR, whatever the suite saw
+        self.upstream_error: str | None = None
 
     @classmethod
     async def start(cls, target_url: str, options: dict[str, Any], log: WireLog | None = None,
@@ -62,7 +64,11 @@ class FaultProxy:
     async def _accept(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         try:
             target_r, target_w = await asyncio.wait_for(asyncio.open_connection(*self.target), 5)
-        except (OSError, asyncio.TimeoutError):
+        except (OSError, asyncio.TimeoutError) as exc:
+            self.upstream_error = (f"the fault proxy could not connect to the target at "
+                                   f"{self.target[0]}:{self.target[1]}: {exc or 'no answer within 5 s'}")
+            if self.log:
+                self.log.note(self.upstream_error)
             client_w.close()
             return
         for w in (client_w, target_w):

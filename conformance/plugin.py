@@ -12,6 +12,7 @@ is in the records (--records) and the terminal summary.
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from conformance.protocols import adapter_for
 from conformance.records import RecordWriter, new_run_id, utc_now
 from conformance.scenario.loader import BrokenCase, Case, ScenarioError, load_file
 from conformance.scenario.runner import CaseRunner
-from conformance.targets import Target, TargetError, parse_target
+from conformance.targets import Target, TargetError, parse_target, probe_endpoint
 from conformance.vectors.check import VectorFileError, adapter_for as vector_adapter, check_test, load_vector_file
 
 _STATE = pytest.StashKey["_State"]()
@@ -60,6 +61,8 @@ class _State:
         self.writer = RecordWriter(records, wirelogs)
         self._target: Target | None = None
         self._target_error: str | None = None
+        # (protocol, transport) -> (url, error): each endpoint is started and probed once per run
+        self._endpoints: dict[tuple[str, str], tuple[str | None, str | None]] = {}
         self.allure = config.pluginmanager.hasplugin("allure_pytest")
         self.vector_count = 0
 
@@ -73,6 +76,27 @@ class _State:
                 self._target_error = str(exc)
                 raise
         return self._target
+
+    def endpoint(self, protocol: str, transport: str) -> str | None:
+        """The target's URL for this protocol and transport, checked reachable once; an endpoint
+        that failed to start or to answer raises the same TargetError for every case after."""
+        key = (protocol, transport)
+        if key not in self._endpoints:
+            try:
+                target = self.target()
+                url = target.endpoint(protocol, transport)
+                if url is not None and not target.in_process:
+                    probe_endpoint(url)
+                self._endpoints[key] = (url, None)
+            except TargetError as exc:
+                self._endpoints[key] = (None, str(exc))
+        url, error = self._endpoints[key]
+        if error:
+            raise TargetError(error)
+        return url
+
+    def endpoint_errors(self) -> list[str]:
+        return sorted({f"{p}/{t}: {e}" for (p, t), (_, e) in self._endpoints.items() if e})
 
     @property
     def implementation(self) -> str:
@@ -96,6 +120,21 @@ def _parse_params(items: list[str]) -> dict[str, int]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a conformance case from a scenario file")
     config.stash[_STATE] = _State(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """A target that cannot be parsed is a usage error: one line and exit status 2, before any
+    case (pytest.exit would add a banner; returning the status here ends the run quietly)."""
+    opt = config.option
+    if getattr(opt, "help", False) or getattr(opt, "version", False):
+        return None
+    try:
+        parse_target(opt.target, name=opt.impl_name, client_command=opt.target_client).close()
+    except TargetError as exc:
+        sys.stderr.write(f"conformance: bad --target or --target-client: {exc}\n")
+        return 2
+    return None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -195,7 +234,7 @@ class ScenarioItem(pytest.Item):
                                  "the target offers no client role (use --target-client)", 0, None)
                 result = asyncio.run(runner.against_client(launcher))
             else:
-                url = target.endpoint(case.protocol, self.transport)
+                url = state.endpoint(case.protocol, self.transport)
                 if url is None:
                     self._finish(state, Grade.NOT_APPLICABLE, None, None,
                                  f"the target offers no {self.transport} endpoint", 0, None)
@@ -333,6 +372,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     tr.write_line(f"{'protocol':<15}" + "".join(f"{g:>15}" for g in order))
     for protocol in protocols:
         tr.write_line(f"{protocol:<15}" + "".join(f"{state.writer.counts.get((protocol, g), 0):>15}" for g in order))
+    for error in state.endpoint_errors():
+        tr.write_line(f"target endpoint not usable, its cases are ERROR: {error.splitlines()[0]}")
     for record in state.writer.failures[:30]:
         tr.write_line(f"  {record['grade']:<11} {record['case']} [{record['transport']}] {record['message'][:150]}")
     if len(state.writer.failures) > 30:

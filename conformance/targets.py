@@ -143,6 +143,22 @@ class UrlTarget(Target):
         return self.spec if TCP_CARRIED.get(transport, transport) == self.transport else None
 
 
+PROBE_TIMEOUT = 5.0
+
+
+def probe_endpoint(url: str) -> None:
+    """One TCP connection, opened and closed, before the cases: an endpoint that refuses or does
+    not answer makes every case on it ERROR with this one message, not a FAILED verdict each."""
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=PROBE_TIMEOUT):
+            pass
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc)).lower()
+        raise TargetError(f"{url} is unreachable ({reason} within {PROBE_TIMEOUT:.0f} s); "
+                          "checked once, every case on this endpoint is ERROR") from None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -134,7 +134,11 @@ class CaseRunner:
                 await proxy.close()
             return self._result(Grade.ERROR, str(exc), started)
         try:
-            return await self._run(channel, started)
+            result = await self._run(channel, started)
+            unreachable = [p.upstream_error for p in (proxy, *self._extra)
+                           if isinstance(p, FaultProxy) and p.upstream_error]
+            # the suite saw a close, but the target never took part: not the target's verdict
+            return self._result(Grade.ERROR, unreachable[0], started) if unreachable else result
         finally:
             await channel.close()
             for extra in reversed(self._extra):
