@@ -46,12 +46,19 @@ class DockerTarget(Target):
         return self._containers[key].url
 
     def own_client_launcher(self, protocol: str) -> ClientLauncher:
-        from conformance.images.container import run_client
+        from conformance.images.container import POLL_SECONDS, start_client
         image = self.image
 
         async def launch(testcase: str, url: str) -> int:
-            code, _ = await asyncio.to_thread(run_client, image, protocol, testcase, url, timeout=120)
-            return code
+            run = await asyncio.to_thread(start_client, image, protocol, testcase, url)
+            try:
+                # polled here rather than waited on in a thread: when the case is over (or its
+                # deadline passed) the runner cancels this, and the container goes at once
+                while (code := await asyncio.to_thread(run.exit_code)) is None:
+                    await asyncio.sleep(POLL_SECONDS)
+                return code
+            finally:
+                await asyncio.to_thread(run.remove)
         return launch
 
     def logs(self) -> str:

@@ -247,15 +247,25 @@ def check_unsupported_answer(image: str, protocol: str, *, timeout: float = 20) 
             f"{UNSUPPORTED_EXIT} (unsupported), so its results cannot be trusted. Last log lines:\n{_last_lines(logs)}")
 
 
-def run_client(image: str, protocol: str, testcase: str, server_url: str, *, timeout: float,
-               env: dict[str, str] | None = None, volumes: Mapping[str, str] | None = None) -> tuple[int, str]:
-    """Runs the image's client for one client-role case against SERVER_URL; (exit code, logs)."""
+def client_env(protocol: str, testcase: str, server_url: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
     parts = urlsplit(server_url)
     if parts.hostname not in LOCAL_HOSTS or parts.port is None:
         raise ValueError(f"server URL {server_url!r}: clients only ever connect to 127.0.0.1:PORT")
-    full_env = {**(env or {}), "PROTOCOL": protocol, "ROLE": "client", "TESTCASE": testcase,
-                "SERVER_URL": server_url, "PORT": str(parts.port)}
-    code, logs = _run_to_exit(image, full_env, timeout, volumes)
+    return {**(env or {}), "PROTOCOL": protocol, "ROLE": "client", "TESTCASE": testcase,
+            "SERVER_URL": server_url, "PORT": str(parts.port)}
+
+
+def start_client(image: str, protocol: str, testcase: str, server_url: str) -> "_Run":
+    """A started client container; whoever holds it waits on ``exit_code()`` and calls ``remove()``."""
+    run = _Run(image, client_env(protocol, testcase, server_url), None)
+    run.start()
+    return run
+
+
+def run_client(image: str, protocol: str, testcase: str, server_url: str, *, timeout: float,
+               env: dict[str, str] | None = None, volumes: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """Runs the image's client for one client-role case against SERVER_URL; (exit code, logs)."""
+    code, logs = _run_to_exit(image, client_env(protocol, testcase, server_url, env), timeout, volumes)
     if code is None:
         raise ContainerTimeoutError(
             f"{image} ({protocol} client, test case {testcase!r}) did not exit within {timeout:g}s; it was stopped. "

@@ -104,3 +104,25 @@ def test_port_already_in_use_is_refused(stmp_image: str) -> None:
         squatter.listen()
         with pytest.raises(ContainerStartError, match="already in use"):
             ContainerTarget(stmp_image, "stmp", port=squatter.getsockname()[1]).start()
+
+
+def test_a_client_container_still_running_when_its_case_ends_is_removed(
+        shell_image: Callable[[str, str], str], docker_engine) -> None:
+    import asyncio
+
+    from conformance.docker_target import DockerTarget
+    image = shell_image("client-hangs", "sleep 300")
+    launch = DockerTarget(image).own_client_launcher("stmp")
+
+    async def case_ends_early() -> None:
+        task = asyncio.ensure_future(launch("anything", "tcp://127.0.0.1:9"))
+        deadline = time.monotonic() + 60
+        while not docker_engine.containers.list(filters={"ancestor": image}) and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        assert docker_engine.containers.list(filters={"ancestor": image}), "the client never started"
+        task.cancel()  # what the runner does when a case is over
+        await asyncio.gather(task, return_exceptions=True)
+        # gone by the time the cancelled launcher returns, not when some timeout of its own expires
+        assert docker_engine.containers.list(all=True, filters={"ancestor": image}) == []
+
+    asyncio.run(case_ends_early())
