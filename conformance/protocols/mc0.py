@@ -298,10 +298,16 @@ def encode(spec: dict[str, Any], transport: str) -> list[bytes]:
     raise ValueError_("mc0 sends go through the case's ZMTP session (the runner calls its encode)")
 
 
+def _is_octets(value: Any) -> bool:
+    """A value compared byte for byte: text, a number, or exact bytes as {hex}, {utf8} or
+    {size} (a range such as {in: [...]} is left to the generic matcher)."""
+    return not isinstance(value, dict) or bool({"hex", "utf8", "size"} & set(value))
+
+
 def normalize(spec: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in spec.items():
-        if key in ("id", "topic", "message", "verb") and not isinstance(value, dict):
+        if key in ("id", "topic", "message", "verb") and _is_octets(value):
             out[key] = _text(_octets(value))
         elif key == "headers":
             pairs = value.items() if isinstance(value, dict) else [p for p in value]

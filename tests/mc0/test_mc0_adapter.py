@@ -108,6 +108,19 @@ def test_frames_to_fields_and_matching() -> None:
     assert message_frame([b"OK", b"ID", b"1"]).fields["delimiter"] is False
 
 
+@pytest.mark.parametrize("spec, wire", [
+    ({"hex": "00 ff 20 7f 80"}, b"\x00\xff\x20\x7f\x80"),
+    ({"utf8": "caf\u00e9"}, "caf\u00e9".encode()),
+])
+def test_binary_ids_and_topics_are_compared_byte_for_byte(spec: dict, wire: bytes) -> None:
+    # {hex}/{utf8} used to reach the range matcher, which took a dict with no bounds as "anything"
+    for key, name in (("id", b"ID"), ("topic", b"TOPIC")):
+        right = message_frame([b"", b"OK", name, wire])
+        wrong = message_frame([b"", b"OK", name, wire[:-1] + b"\x01"])
+        assert ADAPTER.matches(normalize({key: spec}), right)[0]
+        assert not ADAPTER.matches(normalize({key: spec}), wrong)[0]
+
+
 def test_frame_check_names_the_bad_field() -> None:
     case = {"steps": [{"send": {"verb": "PUT", "topik": "t"}}, {"expect": {"verb": "OK", "idd": 1}},
                       {"send": {"zmtp": "handshake", "mechanism": None}}, {"expect": {"zmtp": "reddy"}}]}
