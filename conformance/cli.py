@@ -9,6 +9,7 @@
     conformance report --input RUN... --out DIR
     conformance images build
     conformance matrix --out DIR
+    conformance selftest [PROTOCOL ...] [--exhaustive]
 """
 
 from __future__ import annotations
@@ -177,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--cut-after", type=int, default=None)
     proxy.add_argument("--direction", choices=["to-target", "from-target", "both"], default="to-target")
 
+    selftest = sub.add_parser("selftest", help="run every one-bug server and client: which case catches each bug")
+    from conformance.selftest.command import add_arguments
+    add_arguments(selftest)
+
     # listed for --help; their arguments are parsed by the commands themselves (see DELEGATED)
     sub.add_parser("report", help="compliance reports from result records (PySpark): report --help")
     sub.add_parser("images", help="build and list implementation images: images --help")
@@ -219,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         return check_main(args.rest)
     if args.command == "proxy":
         return _proxy(args)
+    if args.command == "selftest":
+        from conformance.selftest.command import run as selftest
+        return selftest(args)
     return 2
 
 

@@ -1,0 +1,41 @@
+"""What a one-bug target is, and where each protocol's live."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: protocol -> module with SERVERS and CLIENTS lists of OneBug
+MODULES = {
+    "stmp": "conformance.selftest.stmp_bugs",
+    "micromessage2": "conformance.selftest.micromessage2_bugs",
+    "rsio": "conformance.selftest.rsio_bugs",
+    "mc0": "conformance.selftest.mc0_bugs",
+    "mtl": "conformance.selftest.mtl_bugs",
+}
+
+
+@dataclass(frozen=True)
+class OneBug:
+    """One broken behaviour of one role.
+
+    ``start(bug)`` starts a server (``bug=None``: its correct twin) and returns an object with
+    ``url`` and ``async close()``; for a client, ``launcher(bug)`` returns the runner's client
+    launcher ``(testcase, url) -> exit code``. ``cases`` are the cases meant to catch it: the
+    self-test runs them (or every case of the role, with ``exhaustive``) and says which did."""
+
+    protocol: str
+    role: str  # "server" or "client"
+    bug: str
+    cases: tuple[str, ...]
+    start: Callable[[str | None], Awaitable[Any]] | None = None
+    launcher: Callable[[str | None], Callable[[str, str], Awaitable[int]]] | None = None
+    transport: str = "tcp"
+    params: dict[str, int] | None = None
+
+
+def catalog(protocol: str) -> list[OneBug]:
+    module = importlib.import_module(MODULES[protocol])
+    return [*module.SERVERS, *getattr(module, "CLIENTS", [])]
