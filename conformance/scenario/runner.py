@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 from conformance.channels import Channel, ChannelError, Deadline, TcpChannel, WsChannel
 from conformance.faultproxy import FaultProxy
 from conformance.grading import Grade, grade_for_violation, worst
-from conformance.protocols.base import Frame, ProtocolAdapter
+from conformance.protocols.base import Frame, ProtocolAdapter, TargetFault
 from conformance.protocols.frame_specs import EXPECT_OPTIONS
 from conformance.scenario.loader import Case
 from conformance.scenario.values import ValueError_, millis, substitute
@@ -326,7 +326,10 @@ class CaseRunner:
         else:
             # a session reader encodes with its connection's state (ZMTP: keys, nonces)
             encode = getattr(self.stream.reader, "encode", None)
-            payloads = encode(spec) if encode else self.adapter.encode(spec, self.transport)
+            try:
+                payloads = encode(spec) if encode else self.adapter.encode(spec, self.transport)
+            except TargetFault as exc:
+                raise _Verdict(grade_for_violation(self.case.requirement), str(exc)) from None
         for data in payloads:
             await self.stream.channel.send(data)
         self.last_send_at = time.monotonic()

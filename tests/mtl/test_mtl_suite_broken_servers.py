@@ -17,6 +17,8 @@ BUG_TO_CASE = [
     ("content-after-dismiss", "mtl/error-disconnect/content-after-dismiss"),
     ("ignores-multiple", "mtl/ack-wrap/confirm-multiple"),
     ("skips-402", "mtl/handshake/scram-full-cycle"),
+    # a server-first the suite cannot answer is the server's fault: FAILED, not an ERROR of the case
+    ("server-first-no-iterations", "mtl/handshake/scram-full-cycle"),
     ("lease-shared", "mtl/handshake/lease-belongs-to-first-connection"),
     ("summon-twice-ok", "mtl/error-disconnect/summon-twice"),
     ("confirm-full-on-test", "mtl/handshake/confirm-model-unsupported"),
@@ -67,6 +69,13 @@ def test_each_should_bug_is_non_strict_and_fails_strict(bug: str, case_id: str) 
 def test_the_same_cases_pass_without_the_bug(case_id: str) -> None:
     result = _grade(None, case_id)
     assert result.grade is Grade.PASSED, (result.grade, result.message, result.log.render()[-3000:])
+
+
+@pytest.mark.parametrize("case_id", ["mtl/handshake/scram-full-cycle", "mtl/handshake/scram-wrong-proof"])
+def test_an_unanswerable_server_first_fails_every_scram_case(case_id: str) -> None:
+    result = _grade("server-first-no-iterations", case_id)
+    assert result.grade is Grade.FAILED, (result.grade, result.message)
+    assert "server-first message" in result.message, result.message
 
 
 def test_answering_ill_formed_requests_still_serves() -> None:
