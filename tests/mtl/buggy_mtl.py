@@ -33,6 +33,7 @@ BUGS = {
     "summon-twice-ok",         # a second Summon of a summoned resource is answered 200
     "confirm-full-on-test",    # the test profile grants confirm full instead of 501
     "port-as-string",          # 202 carries the port as a JSON string
+    "profile-before-auth",     # after a 401 challenge, grants Connection.Profile to the unauthenticated client
     "case-sensitive-commands", # only the exact spelling Connection.Open etc. is known
     "no-dead-peer",            # never disconnects a silent data peer
 }
@@ -70,6 +71,17 @@ class _ServerFirstNoIterations(ControlSession):
         return reply
 
 
+class _ProfileBeforeAuth(ControlSession):
+    def _profile(self, request, now):
+        if self.state != "open":
+            return super()._profile(request, now)
+        self.state = "ready"  # the bug: Profile never asks whether the client authenticated
+        try:
+            return super()._profile(request, now)
+        finally:
+            self.state = "open"
+
+
 class _PortAsString(ControlSession):
     def _lease(self, request, now):
         reply = super()._lease(request, now)
@@ -94,7 +106,7 @@ class BuggyBroker(Broker):
 
     def control_session(self) -> ControlSession:
         session_class = {"skips-402": _SkipsChallenge, "server-first-no-iterations": _ServerFirstNoIterations,
-                         "port-as-string": _PortAsString,
+                         "port-as-string": _PortAsString, "profile-before-auth": _ProfileBeforeAuth,
                          "case-sensitive-commands": _CaseSensitive}.get(self.bug or "", ControlSession)
         return session_class(self._control, self._grant)
 

@@ -8,7 +8,9 @@ from functools import lru_cache
 
 import pytest
 
-from buggy_mtl import BUGS, BuggyMtlServer
+from buggy_mtl import BUGS, TIMERS, BuggyMtlServer
+from reference_impl.mtl.server import MtlServer
+from reference_impl.mtl.service import Broker, BrokerOptions
 from suite_helpers import Grade, all_cases, run_case
 
 CASES = all_cases("mtl")
@@ -23,6 +25,7 @@ BUG_TO_CASE = [
     ("summon-twice-ok", "mtl/error-disconnect/summon-twice"),
     ("confirm-full-on-test", "mtl/handshake/confirm-model-unsupported"),
     ("port-as-string", "mtl/handshake/writer-lease"),
+    ("profile-before-auth", "mtl/handshake/challenge-lists-mechanisms"),
     ("case-sensitive-commands", "mtl/handshake/command-names-case-insensitive"),
 ]
 # SHOULD-level bugs: NON-STRICT by default, a failure with --strict
@@ -76,6 +79,20 @@ def test_an_unanswerable_server_first_fails_every_scram_case(case_id: str) -> No
     result = _grade("server-first-no-iterations", case_id)
     assert result.grade is Grade.FAILED, (result.grade, result.message)
     assert "server-first message" in result.message, result.message
+
+
+async def _run_anonymous(case_id: str):
+    server = await MtlServer(Broker(BrokerOptions(anonymous=True, **TIMERS))).listen("127.0.0.1", 0)
+    try:
+        return await run_case(CASES[case_id], server.url, transport="zmtp")
+    finally:
+        await server.close()
+
+
+def test_a_server_that_never_challenges_is_not_credited_with_its_challenge() -> None:
+    # Anonymous access is allowed (a MAY), but then no 401 was seen: not tested, never PASSED.
+    result = asyncio.run(_run_anonymous("mtl/handshake/challenge-lists-mechanisms"))
+    assert result.grade is Grade.UNSUPPORTED, (result.grade, result.message)
 
 
 def test_answering_ill_formed_requests_still_serves() -> None:
