@@ -76,11 +76,11 @@ class _FrameStream:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise Deadline()
-            data = await self.channel.recv(remaining)
-            if data is None:
-                self.closed = True
-                continue
             try:
+                data = await self.channel.recv(remaining)
+                if data is None:
+                    self.closed = True
+                    continue
                 self.frames.extend(self.reader.feed(data))
             except CodecError as exc:
                 raise _Verdict(Grade.FAILED, f"the target sent bytes that are not valid: {exc}") from None
