@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from buggy_mc0 import start_buggy
+from buggy_mc0 import BuggyBroker, start_buggy
+from reference_impl.mc0.server import Mc0Server
 from reference_impl.zmtp.codec import Frame, encode_frame
 from reference_impl.zmtp.commands import Metadata, Ready, encode_command
 from reference_impl.zmtp.greeting import Greeting, encode_greeting
@@ -90,6 +91,40 @@ def test_the_suite_giving_up_on_a_null_broker_is_no_refusal() -> None:
     result = asyncio.run(_grade_fake(_serves_null_as_pub, "mc0/handshake/null-refused"))
     assert result.exchange is Grade.FAILED, (result.exchange, result.message)
     assert "incompatible-socket-type" in result.message, result.message
+
+
+class _ClosesAbsentClients(BuggyBroker):
+    """Bug-free, with a choice the spec leaves open: an absent client's connection is closed too."""
+
+    def tick(self, now: float):
+        timed = [peer for peer, state in self.peers.items() if state.ttl is not None]
+        sends = super().tick(now)
+        assert self.server is not None
+        for peer in (p for p in timed if self.peers[p].ttl is None):  # found absent just now
+            connection = self.server._peers.get(peer)
+            if connection is not None:
+                connection.writer.transport.abort()
+        return sends
+
+
+async def _grade_closing_absent(case_id: str):
+    broker = _ClosesAbsentClients(None)
+    server = Mc0Server(broker=broker)
+    broker.server = server
+    await server.start("127.0.0.1", 0)
+    try:
+        return await run_case(CASES[case_id], server.url, transport="zmtp")
+    finally:
+        await server.close()
+
+
+def test_a_broker_that_closes_an_absent_client_passes_ttl_expiry() -> None:
+    # The case accepts that close as the answer to the late PUT; the silence after it must not
+    # then fail the broker for being closed.
+    result = asyncio.run(_grade_closing_absent("mc0/error-disconnect/ttl-expiry-drops-subscriptions"))
+    assert result.grade is Grade.PASSED, (result.grade, result.message, result.log.render()[-2000:])
+    assert "connection reset" in result.log.render() or "peer closed" in result.log.render(), \
+        "the broker never closed: this test proves nothing"
 
 
 def test_a_should_violation_is_non_strict() -> None:
