@@ -2,8 +2,10 @@
 
 A channel is what a case talks through: a TCP stream (chunks of bytes) or a
 WebSocket (whole text or binary messages).  ``recv`` returns ``None`` once
-the peer has closed (EOF, reset or a WebSocket close), never blocks past its
-timeout, and logs everything to the case's wire log.
+the peer has closed (EOF, reset or a WebSocket close), raises CodecError when
+the suite's WebSocket side failed the connection over what the target sent (that
+is no close by the target), never blocks past its timeout, and logs everything
+to the case's wire log.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from conformance.wirelog import WireLog
+from reference_impl.common.errors import CodecError
 
 READ_CHUNK = 65536
 
@@ -121,6 +124,16 @@ class TcpChannel:
             pass
 
 
+# close codes the suite's own WebSocket side sends when it fails a connection (RFC 6455 7.4.1):
+# protocol error, data not matching the message type (bad UTF-8), message too big
+_FAILURE_CODES = frozenset({1002, 1007, 1009})
+
+
+def _suite_failed(exc: ConnectionClosed) -> bool:
+    """Whether the suite closed first, with a failure code: the target's close came later or never."""
+    return exc.sent is not None and exc.sent.code in _FAILURE_CODES and not exc.rcvd_then_sent
+
+
 class WsChannel:
     transport = "ws"
 
@@ -165,8 +178,12 @@ class WsChannel:
         except TimeoutError:
             raise Deadline() from None
         except ConnectionClosed as exc:
-            self._log.note(f"peer closed: {exc}")
             self.closed = True
+            if _suite_failed(exc):
+                # not the target closing: the suite's WebSocket side refused what the target sent
+                self._log.note(f"the suite's WebSocket side failed the connection: {exc.sent}")
+                raise CodecError("websocket", f"the target broke the WebSocket protocol ({exc.sent})") from None
+            self._log.note(f"peer closed: {exc}")
             return None
         except OSError as exc:
             self._log.note(f"connection reset: {exc!r}")

@@ -8,6 +8,11 @@ from typing import Any, Awaitable, Callable, Protocol
 from conformance.scenario.values import payload_matches
 
 
+class TargetFault(Exception):
+    """A send the suite cannot build from what the target sent earlier (a saved value it
+    cannot use): the target broke the exchange, so the case fails; the case is not broken."""
+
+
 @dataclass
 class Frame:
     """One decoded frame/message from the target, as plain fields."""

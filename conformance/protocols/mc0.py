@@ -17,7 +17,8 @@ calls ``encode(spec)``).  Steps:
 Frames the session reports: ``{zmtp: ready}`` (mechanism, socket_type,
 version), ``{zmtp: error, reason}`` (a ZMTP ERROR command), ``{zmtp: closed,
 code}`` (our side of ZMTP gave up on what the target sent: mechanism
-mismatch, a box that does not open, ...), and each message as mc0 fields
+mismatch, a box that does not open, ...; never the target's refusal by itself, so
+a case that wants a refusal names the code it accepts), and each message as mc0 fields
 (``zmtp: message``, verb, id, topic, message, headers, header_list,
 positional, payload, parts, separator, delimiter, malformed).  Before any
 handshake step (raw mode) the target's greeting is reported as

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance import wirelog
-from conformance.protocols.base import Frame, ProtocolAdapter
+from conformance.protocols.base import Frame, ProtocolAdapter, TargetFault
 from conformance.protocols.frame_specs import check_frame_specs
 from conformance.protocols.zmtp_channel import (
     ZMTP_MATCH_KEYS, ZMTP_SEND_KEYS, ZmtpReader, encode_parts, encode_zmtp, handshake,
@@ -140,14 +140,16 @@ def _authorize_body(spec: dict[str, Any]) -> dict[str, Any]:
     elif step == "client-first":
         message = sasl.ScramClientExchange(user, "", str(spec["nonce"])).client_first()
     elif step == "client-final":
+        # the challenge is the target's server-first message (saved from its 402): one the suite
+        # cannot answer is the target's fault, not the case's
         try:
             server_first = base64.b64decode(str(spec["challenge"]), validate=True)
         except (binascii.Error, ValueError):
-            raise CodecError("scenario", f"challenge {spec['challenge']!r} is not base64") from None
+            raise TargetFault(f"the 402's challenge {str(spec['challenge'])[:60]!r} is not base64") from None
         try:
             message = sasl.scram_client_final(user, str(spec.get("password", "")), str(spec["nonce"]), server_first)
-        except Exception as exc:  # scramp refuses a server-first that does not extend our nonce
-            raise CodecError("scenario", f"cannot answer the server-first message: {exc}") from None
+        except Exception as exc:  # scramp refuses a malformed one, or one that does not extend our nonce
+            raise TargetFault(f"the server-first message {server_first[:80]!r} cannot be answered: {exc}") from None
     elif step == "ack":
         message = b""
     else:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 from conformance.channels import Channel, ChannelError, Deadline, TcpChannel, WsChannel
 from conformance.faultproxy import FaultProxy
 from conformance.grading import Grade, grade_for_violation, worst
-from conformance.protocols.base import Frame, ProtocolAdapter
+from conformance.protocols.base import Frame, ProtocolAdapter, TargetFault
 from conformance.protocols.frame_specs import EXPECT_OPTIONS
 from conformance.scenario.loader import Case
 from conformance.scenario.values import ValueError_, millis, substitute
@@ -66,6 +66,7 @@ class _FrameStream:
         self.reader = adapter.new_reader(transport)
         self.frames: deque[Frame] = deque()
         self.closed = False
+        self.close_accepted = False  # an expectation took the target's close as its answer
         self.popped = 0
 
     async def next(self, deadline: float) -> Frame | None:
@@ -76,11 +77,11 @@ class _FrameStream:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise Deadline()
-            data = await self.channel.recv(remaining)
-            if data is None:
-                self.closed = True
-                continue
             try:
+                data = await self.channel.recv(remaining)
+                if data is None:
+                    self.closed = True
+                    continue
                 self.frames.extend(self.reader.feed(data))
             except CodecError as exc:
                 raise _Verdict(Grade.FAILED, f"the target sent bytes that are not valid: {exc}") from None
@@ -330,7 +331,10 @@ class CaseRunner:
         else:
             # a session reader encodes with its connection's state (ZMTP: keys, nonces)
             encode = getattr(self.stream.reader, "encode", None)
-            payloads = encode(spec) if encode else self.adapter.encode(spec, self.transport)
+            try:
+                payloads = encode(spec) if encode else self.adapter.encode(spec, self.transport)
+            except TargetFault as exc:
+                raise _Verdict(grade_for_violation(self.case.requirement), str(exc)) from None
         for data in payloads:
             await self.stream.channel.send(data)
         self.last_send_at = time.monotonic()
@@ -368,6 +372,7 @@ class CaseRunner:
             if frame is None:
                 if closed_ok:
                     self.observed.append("closed")
+                    self.stream.close_accepted = True
                     return
                 raise _Verdict(grade_for_violation(level),
                                f"the target closed the connection while the suite waited for {wanted()}", departure=True)
@@ -452,6 +457,8 @@ class CaseRunner:
             except Deadline:
                 return
             if frame is None:
+                if self.stream.close_accepted:
+                    return  # the close an earlier step accepted: nothing more can arrive
                 raise _Verdict(grade_for_violation(level), "the target closed the connection; it should have stayed open and silent",
                                departure=True)
             if not self._is_noise(frame):

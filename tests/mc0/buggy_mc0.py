@@ -7,13 +7,18 @@ failure comes from the bug alone.
 
 from __future__ import annotations
 
+from nacl import bindings as sodium
+
 from reference_impl.common.errors import CodecError
-from reference_impl.mc0 import codec
+from reference_impl.mc0 import codec, testkeys
 from reference_impl.mc0.broker import KNOWN_HEADERS, Broker, Send
 from reference_impl.mc0.server import Mc0Server
+from reference_impl.zmtp.commands import split_command
+from reference_impl.zmtp.curve import HELLO_SIZE, CurveServer, CurveServerConfig
 
 BUGS = {
     "accepts-null",             # serves NULL clients although CURVE is required (the test configuration)
+    "unchecked-hello",          # answers WELCOME to a HELLO whose box it never opened (boxed for another key)
     "odd-headers-crash",        # an odd header count brings the whole broker down (the orig C++ broker)
     "odd-headers-stop-serving",  # answers ERROR to an odd header count, then serves nobody
     "ok-after-error",           # an unknown verb with ID gets ERROR and then OK too
@@ -82,11 +87,32 @@ def _without_x(frames: list[bytes]) -> list[bytes]:
     return codec.encode_message(codec.Mc0Message(msg.verb, kept, msg.positional))
 
 
+class _UncheckedHelloServer(CurveServer):
+    def receive(self, body: bytes) -> list[bytes]:
+        name, _ = split_command(body)
+        if name == "HELLO" and len(body) == HELLO_SIZE:
+            # The bug: the client's signature box is swapped for one this broker seals itself
+            # (C' is in clear and the box key is symmetric), so the check after it always holds.
+            transient, short = body[80:112], body[112:120]
+            signature = sodium.crypto_box(bytes(64), b"CurveZMQHELLO---" + short, transient, self._keypair.secret)
+            body = body[:120] + signature
+        return super().receive(body)
+
+
+class _UncheckedHelloConfig(CurveServerConfig):
+    def create(self, metadata) -> CurveServer:
+        plain = super().create(metadata)
+        plain.__class__ = _UncheckedHelloServer
+        return plain
+
+
 class BuggyServer(Mc0Server):
     def __init__(self, bug: str | None) -> None:
         assert bug is None or bug in BUGS, bug
         broker = BuggyBroker(bug)
         super().__init__(broker=broker, allow_null=bug == "accepts-null")
+        if bug == "unchecked-hello":
+            self.curve = _UncheckedHelloConfig(testkeys.SERVER)
         broker.server = self
 
     def crash(self) -> None:

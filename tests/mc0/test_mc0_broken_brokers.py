@@ -6,7 +6,11 @@ import asyncio
 
 import pytest
 
-from buggy_mc0 import start_buggy
+from buggy_mc0 import BuggyBroker, start_buggy
+from reference_impl.mc0.server import Mc0Server
+from reference_impl.zmtp.codec import Frame, encode_frame
+from reference_impl.zmtp.commands import Metadata, Ready, encode_command
+from reference_impl.zmtp.greeting import Greeting, encode_greeting
 from suite_helpers import Grade, all_cases, run_case
 
 CASES = all_cases("mc0")
@@ -14,6 +18,7 @@ CASES = all_cases("mc0")
 # bug, the case it must fail, words the grade's message must hold (so a user can act on it)
 BUG_TO_CASE = [
     ("accepts-null", "mc0/handshake/null-refused", "READY (NULL"),
+    ("unchecked-hello", "mc0/handshake/curve-wrong-server-key", "WELCOME"),
     ("odd-headers-crash", "mc0/error-disconnect/odd-header-count", "closed the connection"),
     ("odd-headers-stop-serving", "mc0/error-disconnect/odd-header-count", "nothing arrived"),
     ("ok-after-error", "mc0/error-disconnect/unknown-verb-error-only", "mc0 OK ID='7'"),
@@ -44,6 +49,82 @@ def test_the_same_cases_pass_without_the_bug(case_id: str) -> None:
     # The bug-free twin passes, so each failure above comes from its bug alone.
     result = asyncio.run(_grade(None, case_id))
     assert result.grade is Grade.PASSED, (result.grade, result.message, result.log.render()[-3000:])
+
+
+def test_a_welcome_to_a_hello_for_another_key_fails_the_exchange_itself() -> None:
+    # The suite cannot open that WELCOME: its giving up must not pass for the broker's refusal.
+    # (The close grade alone failed this broker only because it then waits for INITIATE; one that
+    # hangs up would have passed.)
+    result = asyncio.run(_grade("unchecked-hello", "mc0/handshake/curve-wrong-server-key"))
+    assert result.exchange is Grade.FAILED, (result.exchange, result.message)
+    assert "WELCOME" in result.message, result.message
+
+
+async def _grade_fake(serve, case_id: str):
+    """A case against a scripted target: ``serve(reader, writer)`` runs for the one connection."""
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await serve(reader, writer)
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        return await run_case(CASES[case_id], f"tcp://127.0.0.1:{port}", transport="zmtp")
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def _serves_null_as_pub(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Accepts the NULL client (the bug), but as a PUB socket, which a DEALER cannot talk to."""
+    await reader.readexactly(64)
+    ready = encode_command(Ready(Metadata.of([("Socket-Type", b"PUB")])))
+    writer.write(encode_greeting(Greeting("NULL")) + encode_frame(Frame(ready, command=True)))
+    await writer.drain()
+    await asyncio.sleep(0.2)
+
+
+def test_the_suite_giving_up_on_a_null_broker_is_no_refusal() -> None:
+    # The broker spoke NULL: the suite stopping at its socket type does not make that a refusal.
+    result = asyncio.run(_grade_fake(_serves_null_as_pub, "mc0/handshake/null-refused"))
+    assert result.exchange is Grade.FAILED, (result.exchange, result.message)
+    assert "incompatible-socket-type" in result.message, result.message
+
+
+class _ClosesAbsentClients(BuggyBroker):
+    """Bug-free, with a choice the spec leaves open: an absent client's connection is closed too."""
+
+    def tick(self, now: float):
+        timed = [peer for peer, state in self.peers.items() if state.ttl is not None]
+        sends = super().tick(now)
+        assert self.server is not None
+        for peer in (p for p in timed if self.peers[p].ttl is None):  # found absent just now
+            connection = self.server._peers.get(peer)
+            if connection is not None:
+                connection.writer.transport.abort()
+        return sends
+
+
+async def _grade_closing_absent(case_id: str):
+    broker = _ClosesAbsentClients(None)
+    server = Mc0Server(broker=broker)
+    broker.server = server
+    await server.start("127.0.0.1", 0)
+    try:
+        return await run_case(CASES[case_id], server.url, transport="zmtp")
+    finally:
+        await server.close()
+
+
+def test_a_broker_that_closes_an_absent_client_passes_ttl_expiry() -> None:
+    # The case accepts that close as the answer to the late PUT; the silence after it must not
+    # then fail the broker for being closed.
+    result = asyncio.run(_grade_closing_absent("mc0/error-disconnect/ttl-expiry-drops-subscriptions"))
+    assert result.grade is Grade.PASSED, (result.grade, result.message, result.log.render()[-2000:])
+    assert "connection reset" in result.log.render() or "peer closed" in result.log.render(), \
+        "the broker never closed: this test proves nothing"
 
 
 def test_a_should_violation_is_non_strict() -> None:

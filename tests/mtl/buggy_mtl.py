@@ -16,7 +16,7 @@ from reference_impl.mtl import control
 from reference_impl.mtl.codec import Confirm
 from reference_impl.mtl.connection import ControlSession, Profile
 from reference_impl.mtl.control import Reply
-from reference_impl.mtl.sasl import SCRAM_SHA_256, canonical_mechanism
+from reference_impl.mtl.sasl import SCRAM_SHA_256, b64decode, b64encode, canonical_mechanism
 from reference_impl.mtl.server import MtlServer, Peer
 from reference_impl.mtl.service import TEST_PROFILES, Broker, BrokerOptions
 
@@ -28,10 +28,12 @@ BUGS = {
     "content-after-dismiss",   # Dismiss answered 200 but the resource stays summoned
     "ignores-multiple",        # Confirm multiple TRUE confirms only the sequence it names
     "skips-402",               # SCRAM: 201 Ready straight after the client-first message, no challenge
+    "server-first-no-iterations",  # SCRAM: the server-first message leaves out its iteration count (i=)
     "lease-shared",            # a lease already taken is granted again on another data connection
     "summon-twice-ok",         # a second Summon of a summoned resource is answered 200
     "confirm-full-on-test",    # the test profile grants confirm full instead of 501
     "port-as-string",          # 202 carries the port as a JSON string
+    "profile-before-auth",     # after a 401 challenge, grants Connection.Profile to the unauthenticated client
     "case-sensitive-commands", # only the exact spelling Connection.Open etc. is known
     "no-dead-peer",            # never disconnects a silent data peer
 }
@@ -59,6 +61,27 @@ class _SkipsChallenge(ControlSession):
         return super()._authorize(request, now)
 
 
+class _ServerFirstNoIterations(ControlSession):
+    def _authorize(self, request, now):
+        reply = super()._authorize(request, now)
+        challenge = b64decode(reply.body.get("challenge", "")) if reply.code == 402 else b""
+        if challenge.startswith(b"r="):  # the server-first (the server-final starts v=)
+            kept = b",".join(a for a in challenge.split(b",") if not a.startswith(b"i="))
+            return Reply(402, {**reply.body, "challenge": b64encode(kept)})
+        return reply
+
+
+class _ProfileBeforeAuth(ControlSession):
+    def _profile(self, request, now):
+        if self.state != "open":
+            return super()._profile(request, now)
+        self.state = "ready"  # the bug: Profile never asks whether the client authenticated
+        try:
+            return super()._profile(request, now)
+        finally:
+            self.state = "open"
+
+
 class _PortAsString(ControlSession):
     def _lease(self, request, now):
         reply = super()._lease(request, now)
@@ -82,7 +105,8 @@ class BuggyBroker(Broker):
         self.bug = bug
 
     def control_session(self) -> ControlSession:
-        session_class = {"skips-402": _SkipsChallenge, "port-as-string": _PortAsString,
+        session_class = {"skips-402": _SkipsChallenge, "server-first-no-iterations": _ServerFirstNoIterations,
+                         "port-as-string": _PortAsString, "profile-before-auth": _ProfileBeforeAuth,
                          "case-sensitive-commands": _CaseSensitive}.get(self.bug or "", ControlSession)
         return session_class(self._control, self._grant)
 

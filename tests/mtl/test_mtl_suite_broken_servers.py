@@ -8,7 +8,9 @@ from functools import lru_cache
 
 import pytest
 
-from buggy_mtl import BUGS, BuggyMtlServer
+from buggy_mtl import BUGS, TIMERS, BuggyMtlServer
+from reference_impl.mtl.server import MtlServer
+from reference_impl.mtl.service import Broker, BrokerOptions
 from suite_helpers import Grade, all_cases, run_case
 
 CASES = all_cases("mtl")
@@ -17,10 +19,13 @@ BUG_TO_CASE = [
     ("content-after-dismiss", "mtl/error-disconnect/content-after-dismiss"),
     ("ignores-multiple", "mtl/ack-wrap/confirm-multiple"),
     ("skips-402", "mtl/handshake/scram-full-cycle"),
+    # a server-first the suite cannot answer is the server's fault: FAILED, not an ERROR of the case
+    ("server-first-no-iterations", "mtl/handshake/scram-full-cycle"),
     ("lease-shared", "mtl/handshake/lease-belongs-to-first-connection"),
     ("summon-twice-ok", "mtl/error-disconnect/summon-twice"),
     ("confirm-full-on-test", "mtl/handshake/confirm-model-unsupported"),
     ("port-as-string", "mtl/handshake/writer-lease"),
+    ("profile-before-auth", "mtl/handshake/challenge-lists-mechanisms"),
     ("case-sensitive-commands", "mtl/handshake/command-names-case-insensitive"),
 ]
 # SHOULD-level bugs: NON-STRICT by default, a failure with --strict
@@ -67,6 +72,27 @@ def test_each_should_bug_is_non_strict_and_fails_strict(bug: str, case_id: str) 
 def test_the_same_cases_pass_without_the_bug(case_id: str) -> None:
     result = _grade(None, case_id)
     assert result.grade is Grade.PASSED, (result.grade, result.message, result.log.render()[-3000:])
+
+
+@pytest.mark.parametrize("case_id", ["mtl/handshake/scram-full-cycle", "mtl/handshake/scram-wrong-proof"])
+def test_an_unanswerable_server_first_fails_every_scram_case(case_id: str) -> None:
+    result = _grade("server-first-no-iterations", case_id)
+    assert result.grade is Grade.FAILED, (result.grade, result.message)
+    assert "server-first message" in result.message, result.message
+
+
+async def _run_anonymous(case_id: str):
+    server = await MtlServer(Broker(BrokerOptions(anonymous=True, **TIMERS))).listen("127.0.0.1", 0)
+    try:
+        return await run_case(CASES[case_id], server.url, transport="zmtp")
+    finally:
+        await server.close()
+
+
+def test_a_server_that_never_challenges_is_not_credited_with_its_challenge() -> None:
+    # Anonymous access is allowed (a MAY), but then no 401 was seen: not tested, never PASSED.
+    result = asyncio.run(_run_anonymous("mtl/handshake/challenge-lists-mechanisms"))
+    assert result.grade is Grade.UNSUPPORTED, (result.grade, result.message)
 
 
 def test_answering_ill_formed_requests_still_serves() -> None:
