@@ -414,6 +414,8 @@ class CaseRunner:
     async def _expect_close(self, spec: dict[str, Any]) -> None:
         level = spec.get("level", self.case.requirement)
         within = millis(spec.get("within_ms", DEFAULT_EXPECT_MS), self.params)
+        # allow: what a target may send before it closes (e.g. the ERROR that says why); anything else fails
+        allowed = [self.adapter.normalize(a) for a in spec.get("allow", [])]
         deadline = time.monotonic() + within / 1000
         while True:
             try:
@@ -425,7 +427,12 @@ class CaseRunner:
                 self.close_grade = self.close_grade or Grade.PASSED
                 self.observed.append("closed")
                 return
-            if self._is_noise(frame) or spec.get("allow_frames"):
+            if self._is_noise(frame):
+                continue
+            if spec.get("allow_frames"):
+                continue
+            if self._allowed(frame, allowed):
+                self.observed.append(f"before the close: {frame}")
                 continue
             self._grade_close(level, f"the target sent {frame} instead of closing")
             return
