@@ -16,7 +16,7 @@ from reference_impl.mtl import control
 from reference_impl.mtl.codec import Confirm
 from reference_impl.mtl.connection import ControlSession, Profile
 from reference_impl.mtl.control import Reply
-from reference_impl.mtl.sasl import SCRAM_SHA_256, canonical_mechanism
+from reference_impl.mtl.sasl import SCRAM_SHA_256, b64decode, canonical_mechanism
 from reference_impl.mtl.server import MtlServer, Peer
 from reference_impl.mtl.service import TEST_PROFILES, Broker, BrokerOptions
 
@@ -28,6 +28,7 @@ BUGS = {
     "content-after-dismiss",   # Dismiss answered 200 but the resource stays summoned
     "ignores-multiple",        # Confirm multiple TRUE confirms only the sequence it names
     "skips-402",               # SCRAM: 201 Ready straight after the client-first message, no challenge
+    "server-final-in-201",     # SCRAM: server-final in an invented 201 field instead of a last 402
     "lease-shared",            # a lease already taken is granted again on another data connection
     "summon-twice-ok",         # a second Summon of a summoned resource is answered 200
     "confirm-full-on-test",    # the test profile grants confirm full instead of 501
@@ -59,6 +60,19 @@ class _SkipsChallenge(ControlSession):
         return super()._authorize(request, now)
 
 
+class _ServerFinalIn201(ControlSession):
+    def _authorize(self, request, now):
+        reply = super()._authorize(request, now)
+        sasl = self._sasl
+        # RFC 5802: server-final is "v=<signature>", server-first "r=<nonce>,..."
+        if reply.code == 402 and sasl is not None and b64decode(reply.body["challenge"]).startswith(b"v="):
+            step = sasl.step(b"")  # acks itself instead of waiting for the client's empty response
+            self._sasl = None
+            self._succeed(step.user, now)
+            return Reply(201, {**self._ready().body, "server-final": reply.body["challenge"]})
+        return reply
+
+
 class _PortAsString(ControlSession):
     def _lease(self, request, now):
         reply = super()._lease(request, now)
@@ -82,7 +96,8 @@ class BuggyBroker(Broker):
         self.bug = bug
 
     def control_session(self) -> ControlSession:
-        session_class = {"skips-402": _SkipsChallenge, "port-as-string": _PortAsString,
+        session_class = {"skips-402": _SkipsChallenge, "server-final-in-201": _ServerFinalIn201,
+                         "port-as-string": _PortAsString,
                          "case-sensitive-commands": _CaseSensitive}.get(self.bug or "", ControlSession)
         return session_class(self._control, self._grant)
 

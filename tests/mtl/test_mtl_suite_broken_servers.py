@@ -17,6 +17,7 @@ BUG_TO_CASE = [
     ("content-after-dismiss", "mtl/error-disconnect/content-after-dismiss"),
     ("ignores-multiple", "mtl/ack-wrap/confirm-multiple"),
     ("skips-402", "mtl/handshake/scram-full-cycle"),
+    ("server-final-in-201", "mtl/handshake/scram-full-cycle"),
     ("lease-shared", "mtl/handshake/lease-belongs-to-first-connection"),
     ("summon-twice-ok", "mtl/error-disconnect/summon-twice"),
     ("confirm-full-on-test", "mtl/handshake/confirm-model-unsupported"),
@@ -78,3 +79,9 @@ def test_answering_ill_formed_requests_still_serves() -> None:
 def test_the_ignored_multiple_shows_as_a_redelivery() -> None:
     result = _grade("ignores-multiple", "mtl/ack-wrap/confirm-multiple")
     assert "payload=6f6e65" in result.message  # "one" came back
+
+
+def test_server_final_in_201_fails_where_the_last_402_belongs() -> None:
+    # PROFILES: "a 201 with an invented field carrying server-final is FAILED"
+    result = _grade("server-final-in-201", "mtl/handshake/scram-full-cycle")
+    assert result.exchange is Grade.FAILED and "201" in result.message, result.message
