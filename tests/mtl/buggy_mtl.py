@@ -4,7 +4,9 @@
     ... server.url ...
     await server.close()
 
-``BuggyMtlServer(None)`` is the bug-free twin (the reference with the same timers).
+``BuggyMtlServer(None)`` is the bug-free twin (the reference with the same timers);
+``BuggyMtlServer(None, router_keeps_dead_peers_open=True)`` is a correct twin that, like a libzmq
+ROUTER, forgets a dead data peer without closing its TCP connection.
 """
 
 from __future__ import annotations
@@ -124,10 +126,20 @@ class BuggyBroker(Broker):
         return super()._take_lease(s, token)
 
 
+class _RouterServer(MtlServer):
+    """The broker has already forgotten a dead peer (its lease, its state); a ROUTER cannot close one
+    peer's connection, so the TCP connection stays open and carries nothing more."""
+
+    def deliver(self, out):
+        out.closes.clear()
+        super().deliver(out)
+
+
 class BuggyMtlServer:
-    def __init__(self, bug: str | None) -> None:
+    def __init__(self, bug: str | None, router_keeps_dead_peers_open: bool = False) -> None:
         assert bug is None or bug in BUGS, bug
         self.bug = bug
+        self.server_class = _RouterServer if router_keeps_dead_peers_open else MtlServer
         self.server: MtlServer | None = None
         self.url = ""
 
@@ -139,7 +151,7 @@ class BuggyMtlServer:
         if self.bug == "confirm-full-on-test":
             profiles = tuple(replace(p, confirm_models=frozenset({"none", "full"})) if p.name == "test" else p
                              for p in TEST_PROFILES)
-        server = MtlServer(BuggyBroker(self.bug, BrokerOptions(profiles=profiles, **timers)))
+        server = self.server_class(BuggyBroker(self.bug, BrokerOptions(profiles=profiles, **timers)))
         if self.bug == "answers-ill-formed":
             server.peer_class = _IllFormedAnswered
         self.server = await server.listen("127.0.0.1", 0)
