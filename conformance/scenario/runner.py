@@ -428,9 +428,7 @@ class CaseRunner:
                 self.close_grade = self.close_grade or Grade.PASSED
                 self.observed.append("closed")
                 return
-            if self._is_noise(frame):
-                continue
-            if spec.get("allow_frames"):
+            if self._is_noise(frame) or spec.get("allow_frames"):
                 continue
             if self._allowed(frame, allowed):
                 self.observed.append(f"before the close: {frame}")
