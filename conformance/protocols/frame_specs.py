@@ -2,7 +2,8 @@
 
 The runner reads frames from these places in a case: a step's ``send``; an
 ``expect``'s own fields, its ``any_of`` / ``all_of`` alternatives, its
-``allow`` list and its ``unsupported_if``; the case's ``noise``; and all of
+``allow`` list and its ``unsupported_if``; an ``expect_close``'s ``allow``
+list; the case's ``noise``; and all of
 that again inside ``repeat``.  Each adapter used to walk that tree itself and
 the copies drifted (some skipped ``allow`` or ``unsupported_if``), so a typo
 there went unnoticed until the case ran.  This walk is the one copy; adapters
@@ -92,6 +93,10 @@ def _steps(steps: Any, path: tuple, send: Check, match: Check, problems: list[Pr
             problems.extend(send(step["send"], path + (i, "send")))
         if isinstance(step.get("expect"), dict):
             _expect(step["expect"], path + (i, "expect"), match, problems)
+        close = step.get("expect_close")
+        if isinstance(close, dict) and isinstance(close.get("allow"), list):
+            for j, alt in enumerate(close["allow"]):
+                _match_one(alt, path + (i, "expect_close", "allow", j), match, problems)
         if isinstance(step.get("repeat"), dict):
             _steps(step["repeat"].get("steps"), path + (i, "repeat", "steps"), send, match, problems)
 

@@ -291,9 +291,10 @@ class CaseRunner:
 
     async def _steps(self, steps: list[dict[str, Any]], names: dict[str, int], depth: int) -> None:
         for step in steps:
-            # a nested repeat's steps are substituted when they run, with its own variable bound too
+            # a nested repeat's steps are substituted when they run, with its own variable bound too;
+            # the target's parameters stay visible, so '= expr' timers work after a save as before it
             bound = {**self.vars, **names}
-            step = substitute(step, bound) if bound and "repeat" not in step else step
+            step = substitute(step, {**self.params, **bound}) if bound and "repeat" not in step else step
             if "send" in step:
                 await self._send(step["send"])
             elif "expect" in step:
@@ -423,6 +424,8 @@ class CaseRunner:
     async def _expect_close(self, spec: dict[str, Any]) -> None:
         level = spec.get("level", self.case.requirement)
         within = millis(spec.get("within_ms", DEFAULT_EXPECT_MS), self.params)
+        # allow: what a target may send before it closes (e.g. the ERROR that says why); anything else fails
+        allowed = [self.adapter.normalize(a) for a in spec.get("allow", [])]
         deadline = time.monotonic() + within / 1000
         while True:
             try:
@@ -435,6 +438,9 @@ class CaseRunner:
                 self.observed.append("closed")
                 return
             if self._is_noise(frame) or spec.get("allow_frames"):
+                continue
+            if self._allowed(frame, allowed):
+                self.observed.append(f"before the close: {frame}")
                 continue
             self._grade_close(level, f"the target sent {frame} instead of closing")
             return
@@ -457,8 +463,8 @@ class CaseRunner:
             except Deadline:
                 return
             if frame is None:
-                if self.stream.close_accepted:
-                    return  # the close an earlier step accepted: nothing more can arrive
+                if self.stream.close_accepted or spec.get("closed") is True:
+                    return  # a close an earlier step accepted, or one this step allows: nothing more can arrive
                 raise _Verdict(grade_for_violation(level), "the target closed the connection; it should have stayed open and silent",
                                departure=True)
             if not self._is_noise(frame):

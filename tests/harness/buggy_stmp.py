@@ -2,7 +2,8 @@
 
 Correct behaviour follows PROFILES.md; each bug name turns one rule off.
 Built on the codec only, so its bugs are independent of the reference
-connection state machine.
+connection state machine.  ``explains=True`` is a correct variant that answers a stream ending
+mid-message with BadRequest before it closes (the reference just closes).
 """
 
 from __future__ import annotations
@@ -25,13 +26,16 @@ BUGS = {
     "answers-unknown-response",  # replies BadRequest to a Response with an unknown ID
     "reserved-bits-ignored",    # serves frames with reserved bits set
     "not-found-as-bad-request",  # answers an unknown ACTION with 0x20, not 0x24 (a SHOULD)
+    "truncated-as-server-error",  # answers a stream that ends mid-message with 0x30 before closing
 }
 
 
 class BuggyStmpServer:
-    def __init__(self, bug: str | None, heartbeat_interval: float = 1.0, heartbeat_timeout: float = 3.0) -> None:
+    def __init__(self, bug: str | None, heartbeat_interval: float = 1.0, heartbeat_timeout: float = 3.0,
+                 explains: bool = False) -> None:
         assert bug is None or bug in BUGS, bug
         self.bug = bug
+        self.explains = explains
         self.interval = heartbeat_interval
         self.timeout = heartbeat_timeout
         self.server: asyncio.base_events.Server | None = None
@@ -70,6 +74,10 @@ class BuggyStmpServer:
                     data = None
                 now = time.monotonic()
                 if data == b"":
+                    if decoder.buffered and self.bug == "truncated-as-server-error":
+                        send(Response(0, 0x30, 0, b""))
+                    elif decoder.buffered and self.explains:
+                        send(Response(0, 0x20, 0, b""))
                     break
                 if data:
                     last_in = now

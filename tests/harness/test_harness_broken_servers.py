@@ -65,3 +65,25 @@ def test_should_violation_is_non_strict() -> None:
     assert result.grade is Grade.NON_STRICT, result.message
     must = asyncio.run(_grade("not-found-as-bad-request", "stmp/status/unknown-action-is-error"))
     assert must.grade is Grade.PASSED  # 0x20 is still an error status: the MUST holds
+
+
+async def _grade_explaining(case_id: str):
+    server = await BuggyStmpServer(None, explains=True).start()
+    try:
+        return await run_case(CASES[case_id], server.url)
+    finally:
+        await server.close()
+
+
+def test_a_bad_request_before_closing_a_truncated_stream_passes() -> None:
+    result = asyncio.run(_grade_explaining("stmp/error-disconnect/truncated-frame"))
+    assert result.grade is Grade.PASSED, (result.message, result.log.render())
+    assert "c0 00 00 20" in result.log.render()  # the other path was taken: Response ID 0 STATUS 0x20
+
+
+def test_another_status_before_closing_a_truncated_stream_is_non_strict() -> None:
+    # the case is a SHOULD; only BadRequest may come before the close
+    result = asyncio.run(_grade("truncated-as-server-error", "stmp/error-disconnect/truncated-frame"))
+    assert result.close is Grade.NON_STRICT and "instead of closing" in result.message, result.message
+    twin = asyncio.run(_grade(None, "stmp/error-disconnect/truncated-frame"))
+    assert twin.grade is Grade.PASSED, twin.message

@@ -30,6 +30,7 @@ PLACES = {
     "all_of": lambda good, m: {"steps": [{"expect": {"all_of": [m]}}]},
     "allow": lambda good, m: {"steps": [{"expect": {**good, "allow": [m]}}]},
     "unsupported_if": lambda good, m: {"steps": [{"expect": {**good, "unsupported_if": m}}]},
+    "close_allow": lambda good, m: {"steps": [{"expect_close": {"allow": [good, m]}}]},
     "repeat": lambda good, m: {"steps": [{"repeat": {"count": 2, "steps": [{"expect": m}]}}]},
     "noise": lambda good, m: {"noise": [m], "steps": [{"expect": good}]},
 }
@@ -39,6 +40,7 @@ WHERE = {
     "all_of": ("steps", 0, "expect", "all_of", 0, TYPO),
     "allow": ("steps", 0, "expect", "allow", 0, TYPO),
     "unsupported_if": ("steps", 0, "expect", "unsupported_if", TYPO),
+    "close_allow": ("steps", 0, "expect_close", "allow", 1, TYPO),
     "repeat": ("steps", 0, "repeat", "steps", 0, "expect", TYPO),
     "noise": ("noise", 0, TYPO),
 }

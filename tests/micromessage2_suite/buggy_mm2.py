@@ -1,7 +1,8 @@
 """A small Micromessage2 server over TCP with one switchable bug, for proving the suite can fail.
 
 Correct behaviour follows PROFILES.md (micromessage2 and its test service); each bug name turns
-one rule off.  Built on the codec and the extension-list grammar only, not on the reference
+one rule off.  ``explains=True`` is a correct variant that takes the profile's other allowed path
+wherever it may just close: it sends an ERROR saying why first.  Built on the codec and the extension-list grammar only, not on the reference
 connection state machine, so its behaviour (and its bugs) are its own.
 """
 
@@ -27,6 +28,9 @@ BUGS = {
     "no-split",                # sends a payload over 1 MiB as one frame
     "large-threshold-512",     # sets LARGE_PAYLOAD only above 512 bytes; lengths 256..512 go out in one byte (orig code)
     "fan-out-to-one",          # a published message reaches only the first subscriber
+    "hello-before-check",      # sends its hello as soon as bytes arrive, before it checks the client's major
+    "ignores-error",           # keeps serving after the peer's ERROR
+    "open-after-eof-mid-frame",  # never closes when the stream ends inside a frame
 }
 SUPPORTED = {"json", "dotnet", "ack", "batch-ack", "pubsub"}
 MIB = 1024 * 1024
@@ -120,6 +124,10 @@ class Conn:
             except asyncio.TimeoutError:
                 raise Fail("read-timeout: a frame stayed incomplete") from None
             if not data:
+                if self.decoder.buffered and self.bug == "open-after-eof-mid-frame":
+                    await asyncio.Event().wait()  # until the server shuts down
+                if self.decoder.buffered and self.server.explains:
+                    raise Fail("truncated: the stream ended inside a frame")
                 return None
             self.decoder.feed(data)
 
@@ -129,7 +137,12 @@ class Conn:
             if not data:
                 return False
             self.decoder.feed(data)
+        if self.bug == "hello-before-check":
+            self.writer.write(codec.encode_handshake(Handshake(1, 0, "buggy-mm2", "", "")))
         first = self.decoder.peek()
+        if self.server.explains and first != 1:
+            # handshake frames have no flags byte: an ERROR's first byte is a hello's major
+            raise Fail(f"version-mismatch: major {first}")
         if first not in (1, 4, 12, 20, 28):
             raise Fail(f"version-mismatch: first byte {first}")
         hello = await self.read_item(handshake=True)
@@ -143,7 +156,8 @@ class Conn:
         if lacking and self.bug != "no-error-missing-required":
             raise Fail("missing-required-extension: " + ",".join(lacking))
         echoed = ";".join(e.name for e in optional if e.name in SUPPORTED and e.name not in {r.name for r in required})
-        self.writer.write(codec.encode_handshake(Handshake(1, 0, "buggy-mm2", "", echoed)))
+        if self.bug != "hello-before-check":
+            self.writer.write(codec.encode_handshake(Handshake(1, 0, "buggy-mm2", "", echoed)))
         await self.writer.drain()
         if self.decoder.peek() is None:
             data = await self.reader.read(65536)
@@ -177,7 +191,9 @@ class Conn:
     def on_frame(self, frame: codec.Frame) -> bool:
         """Handle one whole frame; False when the connection ends."""
         if isinstance(frame, ErrorFrame):
-            return False
+            if self.server.explains:
+                raise Fail("closing: the peer sent ERROR")
+            return self.bug == "ignores-error"
         if isinstance(frame, ExtensionFrame):
             name = self.ext_by_id(frame.ext_id)
             if name is None:
@@ -260,6 +276,7 @@ class Conn:
                 subscribers.pop(self, None)
             with contextlib.suppress(Exception):
                 if error is not None:
+                    self.server.errors_sent += 1
                     self.writer.write(encode(ErrorFrame(error.encode()), None))
                     await self.writer.drain()
                     self.writer.write_eof()
@@ -269,9 +286,11 @@ class Conn:
 
 
 class BuggyMm2Server:
-    def __init__(self, bug: str | None, read_timeout: float = 1.0) -> None:
+    def __init__(self, bug: str | None, read_timeout: float = 1.0, explains: bool = False) -> None:
         assert bug is None or bug in BUGS, bug
         self.bug = bug
+        self.explains = explains
+        self.errors_sent = 0
         self.read_timeout = read_timeout
         self.broker = Broker()
         self.server: asyncio.base_events.Server | None = None

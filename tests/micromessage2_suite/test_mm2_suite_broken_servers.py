@@ -24,6 +24,18 @@ BUG_TO_CASE = [
     ("large-threshold-512", "micromessage2/split-message/payload-256"),
     ("large-threshold-512", "micromessage2/split-message/payload-300-and-512"),
     ("fan-out-to-one", "micromessage2/pubsub/fan-out-to-every-subscriber"),
+    ("hello-before-check", "micromessage2/error-disconnect/error-instead-of-hello"),
+    ("ignores-error", "micromessage2/error-disconnect/error-received-close"),
+    ("ignores-error", "micromessage2/error-disconnect/error-with-large-flag"),
+    ("open-after-eof-mid-frame", "micromessage2/error-disconnect/truncated-frame-then-eof"),
+]
+
+# PROFILES: where a server may just close, "an ERROR frame before the close is allowed (both pass)"
+CLOSE_MAY_EXPLAIN = [
+    "micromessage2/error-disconnect/error-instead-of-hello",
+    "micromessage2/error-disconnect/error-received-close",
+    "micromessage2/error-disconnect/error-with-large-flag",
+    "micromessage2/error-disconnect/truncated-frame-then-eof",
 ]
 
 
@@ -98,3 +110,23 @@ def test_acks_across_the_wrap() -> None:
     assert wrapped.grade is Grade.FAILED, _show(wrapped)
     assert "nothing arrived" in wrapped.message and "seq: 0x3a3" in wrapped.message, _show(wrapped)
     assert before_wrap.grade is Grade.PASSED, _show(before_wrap)
+
+
+async def _grade_explaining(case_id: str):
+    server = await BuggyMm2Server(None, explains=True).start()
+    try:
+        return await run_case(CASES[case_id], server.url), server.errors_sent
+    finally:
+        await server.close()
+
+
+@pytest.mark.parametrize("case_id", CLOSE_MAY_EXPLAIN)
+def test_an_error_saying_why_before_the_close_passes(case_id: str) -> None:
+    result, errors_sent = asyncio.run(_grade_explaining(case_id))
+    assert errors_sent == 1  # the other path really was taken
+    assert result.grade is Grade.PASSED, _show(result)
+
+
+def test_a_hello_before_the_close_is_not_an_allowed_explanation() -> None:
+    result = asyncio.run(_grade("hello-before-check", "micromessage2/error-disconnect/error-instead-of-hello"))
+    assert result.close is Grade.FAILED and "handshake" in result.message, _show(result)

@@ -4,7 +4,9 @@
     ... server.url ...
     await server.close()
 
-``BuggyMtlServer(None)`` is the bug-free twin (the reference with the same timers).
+``BuggyMtlServer(None)`` is the bug-free twin (the reference with the same timers);
+``BuggyMtlServer(None, router_keeps_dead_peers_open=True)`` is a correct twin that, like a libzmq
+ROUTER, forgets a dead data peer without closing its TCP connection.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ BUGS = {
     "ignores-multiple",        # Confirm multiple TRUE confirms only the sequence it names
     "skips-402",               # SCRAM: 201 Ready straight after the client-first message, no challenge
     "server-first-no-iterations",  # SCRAM: the server-first message leaves out its iteration count (i=)
+    "server-final-in-201",     # SCRAM: server-final in an invented 201 field instead of a last 402
     "lease-shared",            # a lease already taken is granted again on another data connection
     "summon-twice-ok",         # a second Summon of a summoned resource is answered 200
     "confirm-full-on-test",    # the test profile grants confirm full instead of 501
@@ -82,6 +85,19 @@ class _ProfileBeforeAuth(ControlSession):
             self.state = "open"
 
 
+class _ServerFinalIn201(ControlSession):
+    def _authorize(self, request, now):
+        reply = super()._authorize(request, now)
+        sasl = self._sasl
+        # RFC 5802: server-final is "v=<signature>", server-first "r=<nonce>,..."
+        if reply.code == 402 and sasl is not None and b64decode(reply.body["challenge"]).startswith(b"v="):
+            step = sasl.step(b"")  # acks itself instead of waiting for the client's empty response
+            self._sasl = None
+            self._succeed(step.user, now)
+            return Reply(201, {**self._ready().body, "server-final": reply.body["challenge"]})
+        return reply
+
+
 class _PortAsString(ControlSession):
     def _lease(self, request, now):
         reply = super()._lease(request, now)
@@ -106,6 +122,7 @@ class BuggyBroker(Broker):
 
     def control_session(self) -> ControlSession:
         session_class = {"skips-402": _SkipsChallenge, "server-first-no-iterations": _ServerFirstNoIterations,
+                         "server-final-in-201": _ServerFinalIn201,
                          "port-as-string": _PortAsString, "profile-before-auth": _ProfileBeforeAuth,
                          "case-sensitive-commands": _CaseSensitive}.get(self.bug or "", ControlSession)
         return session_class(self._control, self._grant)
@@ -133,10 +150,20 @@ class BuggyBroker(Broker):
         return super()._take_lease(s, token)
 
 
+class _RouterServer(MtlServer):
+    """The broker has already forgotten a dead peer (its lease, its state); a ROUTER cannot close one
+    peer's connection, so the TCP connection stays open and carries nothing more."""
+
+    def deliver(self, out):
+        out.closes.clear()
+        super().deliver(out)
+
+
 class BuggyMtlServer:
-    def __init__(self, bug: str | None) -> None:
+    def __init__(self, bug: str | None, router_keeps_dead_peers_open: bool = False) -> None:
         assert bug is None or bug in BUGS, bug
         self.bug = bug
+        self.server_class = _RouterServer if router_keeps_dead_peers_open else MtlServer
         self.server: MtlServer | None = None
         self.url = ""
 
@@ -148,7 +175,7 @@ class BuggyMtlServer:
         if self.bug == "confirm-full-on-test":
             profiles = tuple(replace(p, confirm_models=frozenset({"none", "full"})) if p.name == "test" else p
                              for p in TEST_PROFILES)
-        server = MtlServer(BuggyBroker(self.bug, BrokerOptions(profiles=profiles, **timers)))
+        server = self.server_class(BuggyBroker(self.bug, BrokerOptions(profiles=profiles, **timers)))
         if self.bug == "answers-ill-formed":
             server.peer_class = _IllFormedAnswered
         self.server = await server.listen("127.0.0.1", 0)

@@ -21,6 +21,7 @@ BUG_TO_CASE = [
     ("skips-402", "mtl/handshake/scram-full-cycle"),
     # a server-first the suite cannot answer is the server's fault: FAILED, not an ERROR of the case
     ("server-first-no-iterations", "mtl/handshake/scram-full-cycle"),
+    ("server-final-in-201", "mtl/handshake/scram-full-cycle"),
     ("lease-shared", "mtl/handshake/lease-belongs-to-first-connection"),
     ("summon-twice-ok", "mtl/error-disconnect/summon-twice"),
     ("confirm-full-on-test", "mtl/handshake/confirm-model-unsupported"),
@@ -104,3 +105,31 @@ def test_answering_ill_formed_requests_still_serves() -> None:
 def test_the_ignored_multiple_shows_as_a_redelivery() -> None:
     result = _grade("ignores-multiple", "mtl/ack-wrap/confirm-multiple")
     assert "payload=6f6e65" in result.message  # "one" came back
+
+
+def test_server_final_in_201_fails_where_the_last_402_belongs() -> None:
+    # PROFILES: "a 201 with an invented field carrying server-final is FAILED"
+    result = _grade("server-final-in-201", "mtl/handshake/scram-full-cycle")
+    assert result.exchange is Grade.FAILED and "201" in result.message, result.message
+
+
+def test_a_dead_peer_forgotten_but_left_connected_is_only_informational() -> None:
+    # PROFILES: "the server forgets its lease and state and sends it nothing more. Closing that
+    # peer's TCP connection is INFORMATIONAL (a libzmq ROUTER cannot close one peer's connection)."
+    async def run():
+        server = await BuggyMtlServer(None, router_keeps_dead_peers_open=True).start()
+        try:
+            return await run_case(CASES["mtl/error-disconnect/dead-peer"], server.url, transport="zmtp")
+        finally:
+            await server.close()
+
+    result = asyncio.run(run())
+    assert result.exchange is Grade.PASSED, (result.message, result.log.render()[-3000:])
+    assert result.close is Grade.INFORMATIONAL and "still open" in result.message, result.message
+    assert not result.grade.is_failure(strict=True)
+
+
+def test_a_peer_never_declared_dead_is_caught_by_its_pings() -> None:
+    # no-dead-peer leaves the connection open too: what fails it is the Ping after the timeout
+    result = _grade("no-dead-peer", "mtl/error-disconnect/dead-peer")
+    assert result.exchange is Grade.NON_STRICT and "ping" in result.message.lower(), result.message

@@ -2,7 +2,8 @@
 
 Correct behaviour follows PROFILES.md (rsio and its test publishers); each bug name turns
 one rule off.  Built on the rsio codec only, so its bugs are independent of the reference
-connection state machine and test service.
+connection state machine and test service.  ``explains=True`` is a correct variant that, when the
+client's side shuts, ends each open stream with onError and says goodbye before closing.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ BUGS = {
     "demand-wraps",              # adds demand as a signed 64-bit sum, which wraps past 2^63-1
     "no-goodbye-reply",          # closes on goodbye without answering it
     "id-in-use-replaced",        # a subscribe on an Id in use silently replaces the stream
+    "completes-on-eof",          # when the client's side shuts, signals onComplete on streams that never completed
 }
 
 
@@ -210,9 +212,11 @@ class _Connection:
 
 
 class BuggyRsioServer:
-    def __init__(self, bug: str | None = None) -> None:
+    def __init__(self, bug: str | None = None, explains: bool = False) -> None:
         assert bug is None or bug in BUGS, bug
         self.bug = bug
+        self.explains = explains
+        self.explained = 0  # connections ended with onError and goodbye
         self.server: asyncio.base_events.Server | None = None
         self.url = ""
         self._tasks: set[asyncio.Task] = set()
@@ -236,6 +240,15 @@ class BuggyRsioServer:
             while not conn.closed:
                 data = await asyncio.wait_for(reader.read(65536), 30)
                 if not data:
+                    open_streams = [sid for sid, s in conn.streams.items() if not s.done]
+                    if self.bug == "completes-on-eof":
+                        for sid in open_streams:
+                            conn.send(OnComplete(sid))
+                    elif self.explains:
+                        for sid in open_streams:
+                            conn.send(OnError(sid, "transport closed"))
+                        conn.send(Goodbye("transport closed"))
+                        self.explained += 1
                     break
                 conn.receive(data)
                 await writer.drain()

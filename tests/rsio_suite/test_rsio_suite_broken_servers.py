@@ -56,8 +56,14 @@ async def _grade_all(case_ids: list[str]):
         await server.close()
 
 
+# SHOULD-level bugs: NON-STRICT, tested on their own below
+SHOULD_BUG_TO_CASE = [
+    ("completes-on-eof", "rsio/error-disconnect/transport-close-releases-streams"),
+]
+
+
 def test_every_bug_has_a_case() -> None:
-    assert {bug for bug, _ in BUG_TO_CASE} == BUGS
+    assert {bug for bug, _ in BUG_TO_CASE + SHOULD_BUG_TO_CASE} == BUGS
 
 
 @pytest.mark.parametrize("bug,case_id", BUG_TO_CASE, ids=[f"{b}->{c}" for b, c in BUG_TO_CASE])
@@ -87,3 +93,23 @@ def test_the_bug_free_twin_passes_every_server_case() -> None:
 def test_a_bug_leaves_unrelated_cases_passing() -> None:
     result = _grade("ignores-cancel", "rsio/split-message/fixed-size-elements")
     assert result.grade is Grade.PASSED, result.message
+
+
+def test_ending_the_streams_and_saying_goodbye_before_the_close_passes() -> None:
+    async def run():
+        server = await BuggyRsioServer(None, explains=True).start()
+        try:
+            return await run_case(CASES["rsio/error-disconnect/transport-close-releases-streams"], server.url), \
+                server.explained
+        finally:
+            await server.close()
+
+    result, explained = asyncio.run(run())
+    assert explained == 1  # the other path was taken
+    assert result.grade is Grade.PASSED, (result.message, result.log.render()[-3000:])
+
+
+def test_completing_a_stream_that_never_completed_is_not_an_allowed_ending() -> None:
+    # the case is a SHOULD: onComplete for subscriber 1 (test/never) is outside its allow list
+    result = _grade("completes-on-eof", "rsio/error-disconnect/transport-close-releases-streams")
+    assert result.close is Grade.NON_STRICT and "instead of closing" in result.message, result.message
