@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from conformance.protocols import adapter_for
-from reference_impl.stmp.client import CASE_REQUEST_TIMEOUT
+from reference_impl.stmp.client import CASE_REQUEST_TIMEOUT, connect
 from tests.harness.buggy_stmp_client import BUGS, buggy_client
 from tests.harness.suite_helpers import Grade, all_cases, run_client_case
 
@@ -42,3 +44,16 @@ def test_the_bug_free_client_passes(case_id: str) -> None:
 
 def test_the_suite_times_the_reference_client_by_its_own_request_timeout() -> None:
     assert adapter_for("stmp").ref_params["request_timeout_ms"] == CASE_REQUEST_TIMEOUT * 1000
+
+
+def test_a_client_that_pings_right_after_negotiating_passes() -> None:
+    """Heartbeats may start once negotiated: only what comes before the negotiation is checked."""
+
+    async def launch(testcase: str, url: str) -> int:
+        client = await connect(url, timeout=5.0, heartbeat_interval=0.05)
+        await asyncio.sleep(0.3)
+        await client.close()
+        return 0
+
+    result = run_client_case(_case("stmp/handshake/client-sends-negotiation"), launch)
+    assert result.grade is Grade.PASSED, result.message
