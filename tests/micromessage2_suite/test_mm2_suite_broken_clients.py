@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from reference_impl.micromessage2 import client as mm2_client
+
 from tests.harness.suite_helpers import Grade, all_cases, run_client_case
 from tests.micromessage2_suite.buggy_mm2_client import BUGS, ack_every_third_client, buggy_client
 
@@ -46,3 +48,13 @@ def test_a_client_that_acks_every_third_message_passes_batch_ack() -> None:
     result = run_client_case(_case(BATCH_ACK), ack_every_third_client)
     assert result.grade is Grade.PASSED, result.message
     assert result.client_exit == 0
+
+
+def test_a_client_speaking_1_1_keeps_its_own_lower_minor_and_passes() -> None:
+    async def launch(testcase: str, url: str) -> int:
+        client = await mm2_client.connect(url, optional=["json"], version=(1, 1))
+        await client.close()
+        return 0
+
+    result = run_client_case(_case("micromessage2/handshake/client-server-higher-minor"), launch)
+    assert result.grade is Grade.PASSED, result.message

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from reference_impl.rsio import client as rsio_client
+from reference_impl.rsio.session import SessionClosed
+
 from tests.harness.suite_helpers import Grade, all_cases, run_client_case
 from tests.rsio_suite.buggy_rsio_client import BUGS, buggy_client
 
@@ -41,4 +44,20 @@ def test_the_bug_is_failed(bug: str) -> None:
 @pytest.mark.parametrize("case_id", sorted(set(CAUGHT_BY.values())))
 def test_the_bug_free_client_passes(case_id: str) -> None:
     result = run_client_case(_case(case_id), buggy_client(None))
+    assert result.grade is Grade.PASSED, result.message
+
+
+def test_a_client_that_waits_for_the_server_hello_passes_the_wrong_version_case() -> None:
+    """Subscribing before the serverHello is allowed, not required."""
+
+    async def launch(testcase: str, url: str) -> int:
+        client = await rsio_client.connect(url)
+        try:
+            await client.hello()
+        except SessionClosed:  # version 1: the connection said goodbye and closed
+            return 1
+        await client.close()
+        return 0
+
+    result = run_client_case(_case("rsio/handshake/client-wrong-version"), launch)
     assert result.grade is Grade.PASSED, result.message
