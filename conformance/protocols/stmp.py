@@ -237,7 +237,8 @@ ADAPTER = ProtocolAdapter(
     transports=("tcp", "ws"),
     default_noise=[{"kind": "ping"}],
     params={"heartbeat_interval_ms": 5000, "heartbeat_timeout_ms": 15000, "request_timeout_ms": 10000},
-    # the in-process reference runs with short timers so heartbeat cases take seconds
+    # the in-process reference runs with short timers so heartbeat cases take seconds; its
+    # client's request-timeout case waits reference_impl.stmp.client.CASE_REQUEST_TIMEOUT
     ref_params={"heartbeat_interval_ms": 1000, "heartbeat_timeout_ms": 3000, "request_timeout_ms": 2000},
     macros={
         "negotiate": NEGOTIATE,

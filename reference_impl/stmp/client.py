@@ -162,6 +162,9 @@ CONNECT_TIMEOUT = 5.0
 ID_WRAP_REQUESTS = 0xFFFF + 2  # IDs 1..0xFFFF, then 1 and 2 again
 HEARTBEAT_IDLE = 10.0
 HEARTBEAT_INTERVAL = 2.0
+# The request-timeout case's own request timeout: a suite grading it against this client must
+# assume the same (its request_timeout_ms parameter), as it times the 0x25 from both sides.
+CASE_REQUEST_TIMEOUT = 2.0
 
 
 async def _case_negotiate(url: str) -> bool:
@@ -203,7 +206,7 @@ async def _case_heartbeat(url: str) -> bool:
 
 
 async def _case_request_timeout(url: str) -> bool:
-    client = await connect(url, timeout=CONNECT_TIMEOUT, request_timeout=1.0)
+    client = await connect(url, timeout=CONNECT_TIMEOUT, request_timeout=CASE_REQUEST_TIMEOUT)
     try:
         response = await client.request(ACTION_ECHO, Encoding.RAW, b"no answer expected")
         return response.status == Status.REQUEST_TIMEOUT

@@ -8,7 +8,7 @@ from conformance.grading import Grade
 from conformance.paths import scenarios_dir
 from conformance.protocols import adapter_for
 from conformance.scenario.loader import Case, load_file
-from conformance.scenario.runner import CaseResult, CaseRunner
+from conformance.scenario.runner import CaseResult, CaseRunner, ClientLauncher
 
 
 def all_cases(protocol: str) -> dict[str, Case]:
@@ -27,4 +27,18 @@ async def run_case(case: Case, url: str, transport: str = "tcp", params: dict | 
     return await CaseRunner(case, adapter, transport, merged).against_server(url)
 
 
-__all__ = ["Grade", "all_cases", "run_case", "asyncio"]
+
+
+def run_client_case(case: Case, launch: ClientLauncher, params: dict | None = None) -> CaseResult:
+    """One client-role case with ``launch(testcase, url) -> exit code`` as the client under test."""
+    adapter = adapter_for(case.protocol)
+    merged = {**adapter.params, **adapter.ref_params, **(params or {})}
+    return asyncio.run(CaseRunner(case, adapter, "tcp", merged).against_client(launch))
+
+
+def reference_client(protocol: str) -> ClientLauncher:
+    adapter = adapter_for(protocol)
+    return lambda testcase, url: adapter.run_reference_client(url, testcase)
+
+
+__all__ = ["Grade", "all_cases", "reference_client", "run_case", "run_client_case", "asyncio"]

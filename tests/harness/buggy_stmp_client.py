@@ -1,0 +1,52 @@
+"""The reference STMP client with one switchable bug, for proving the client-role cases can fail.
+
+Each bug patches one rule of the reference client or its connection while that client runs; the
+suite acting as server uses the codec only, so the patches never reach the side doing the grading.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from unittest import mock
+
+from reference_impl.stmp import client as stmp_client
+from reference_impl.stmp import connection as stmp_connection
+from reference_impl.stmp.codec import Ping
+
+MAX_ID = 0xFFFF
+
+
+def _swapped_versions(versions, *, text):
+    return bytes(minor << 4 | major for major, minor in versions)  # 0.1 goes out as 0x10 (1.0)
+
+
+def _start_with_a_ping(self, now):
+    self._send(Ping())
+    _start(self, now)
+
+
+def _wrap_to_zero(self, action, encoding, payload, now):
+    request_id = _send_request(self, action, encoding, payload, now)
+    self._next_id = (request_id + 1) % (MAX_ID + 1)  # 0xFFFF -> 0, the negotiation's ID
+    return request_id
+
+
+_start = stmp_connection.Connection.start
+_send_request = stmp_connection.Connection.send_request
+
+BUGS = {
+    "version-nibbles-swapped": lambda: mock.patch.object(stmp_connection, "encode_versions", _swapped_versions),
+    "pings-before-negotiating": lambda: mock.patch.object(stmp_connection.Connection, "start", _start_with_a_ping),
+    "id-wraps-to-zero": lambda: mock.patch.object(stmp_connection.Connection, "send_request", _wrap_to_zero),
+    "never-times-out": lambda: mock.patch.object(stmp_client, "CASE_REQUEST_TIMEOUT", 3600.0),
+    "times-out-early": lambda: mock.patch.object(stmp_client, "CASE_REQUEST_TIMEOUT", 0.3),
+}
+
+
+def buggy_client(bug: str | None):
+    """launch(testcase, url) -> exit code: the reference client, with ``bug`` (None: none)."""
+
+    async def launch(testcase: str, url: str) -> int:
+        with BUGS[bug]() if bug else contextlib.nullcontext():
+            return await stmp_client.run_client_testcase(url, testcase)
+    return launch

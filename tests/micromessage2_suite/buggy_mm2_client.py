@@ -1,0 +1,100 @@
+"""The reference Micromessage2 client with one switchable bug, for proving the client-role cases
+can fail; and one correct client that acks differently from the reference.
+
+Each bug patches one rule of the reference connection while that client runs; the suite acting
+as server uses the codec only, so the patches never reach the side doing the grading.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from unittest import mock
+
+from reference_impl.micromessage2 import client as mm2_client
+from reference_impl.micromessage2 import connection as mm2_connection
+from reference_impl.micromessage2.codec import ExtensionFrame, encode_frame, error_frame
+from reference_impl.micromessage2.connection import Connection
+from reference_impl.micromessage2.events import ErrorSent
+
+_on_handshake = Connection._on_handshake
+_on_error = Connection._on_error
+_fail = Connection._fail
+_client_final_lists = mm2_connection.client_final_lists
+
+
+def _adopts_the_server_minor(self, hs, events):
+    if self.role is mm2_connection.Role.CLIENT and self.negotiated is None:
+        self.version = (hs.major, hs.minor)  # "upgrades" to the server's 1.9 instead of keeping the lower
+    _on_handshake(self, hs, events)
+
+
+def _silent_on_other_major(self, code, detail, events):
+    if code != "version-mismatch":
+        return _fail(self, code, detail, events)
+    self.state = mm2_connection.State.CLOSING  # gives up without the ERROR frame
+    events.append(ErrorSent(code, detail))
+
+
+def _answers_error_with_error(self, frame, events):
+    self._out += encode_frame(error_frame("peer-error: " + frame.reason))
+    _on_error(self, frame, events)
+
+
+def _activates_every_suggestion(own_required, own_optional, server_required, server_optional, supported):
+    required, optional = _client_final_lists(own_required, own_optional, server_required, server_optional, supported)
+    listed = {e.name for e in optional}
+    return required, [*optional, *(e for e in server_optional if e.name not in listed)]
+
+
+def _drops_server_required(own_required, own_optional, server_required, server_optional, supported):
+    _, optional = _client_final_lists(own_required, own_optional, server_required, server_optional, supported)
+    return list(own_required), optional
+
+
+def _acks_on_the_next_id(self, seq=None):
+    seq = self._recv_window.unacked[-1] if seq is None else seq
+    count = self._recv_window.ack(seq)
+    wrong = self._active_id("batch-ack") + 1  # an ID no extension was given
+    self._out += encode_frame(ExtensionFrame(wrong, seq.to_bytes(2, "big")))
+    return count
+
+
+BUGS = {
+    "final-takes-server-minor": lambda: mock.patch.object(Connection, "_on_handshake", _adopts_the_server_minor),
+    "no-error-on-other-major": lambda: mock.patch.object(Connection, "_fail", _silent_on_other_major),
+    "ignores-server-required": lambda: mock.patch.object(Connection, "_require_supported", lambda *a: None),
+    "answers-error-with-error": lambda: mock.patch.object(Connection, "_on_error", _answers_error_with_error),
+    "activates-unsupported-suggestion": lambda: mock.patch.object(
+        mm2_connection, "client_final_lists", _activates_every_suggestion),
+    "drops-server-required": lambda: mock.patch.object(mm2_connection, "client_final_lists", _drops_server_required),
+    "acks-on-an-unused-extension-id": lambda: mock.patch.object(Connection, "send_ack", _acks_on_the_next_id),
+}
+
+
+def buggy_client(bug: str | None):
+    """launch(testcase, url) -> exit code: the reference client, with ``bug`` (None: none)."""
+
+    async def launch(testcase: str, url: str) -> int:
+        with BUGS[bug]() if bug else contextlib.nullcontext():
+            return await mm2_client.run_client_testcase(url, testcase)
+    return launch
+
+
+async def _ack_every_third(url: str) -> bool:
+    """Correct too: a batch-ack receiver may leave acks until max-count messages are pending."""
+    client = await mm2_client.connect(url, required=["batch-ack:max-count=3"])
+    try:
+        await client.send("test/push", properties="count:10;size:16;")
+        seqs = []
+        for _ in range(10):
+            seqs.append((await client.receive()).seq)
+            if len(client.conn.received_unacked) == 3:
+                await client.ack()
+        return seqs == list(range(1, 11))
+    finally:
+        await client.close()
+
+
+async def ack_every_third_client(testcase: str, url: str) -> int:
+    with mock.patch.dict(mm2_client._CASES, {"ack-window": _ack_every_third}):
+        return await mm2_client.run_client_testcase(url, testcase)
