@@ -14,7 +14,7 @@ CAUGHT_BY = {
     "final-takes-server-minor": "micromessage2/handshake/client-server-higher-minor",
     "no-error-on-other-major": "micromessage2/handshake/client-other-major",
     "ignores-server-required": "micromessage2/handshake/client-lacks-server-required",
-    "answers-error-with-error": "micromessage2/handshake/client-required-missing-refused",
+    "ignores-error": "micromessage2/handshake/client-required-missing-refused",
     "activates-unsupported-suggestion": "micromessage2/handshake/client-final-message",
     "drops-server-required": "micromessage2/handshake/client-final-adds-server-required",
     "acks-on-an-unused-extension-id": "micromessage2/ack-wrap/client-acks-messages",
@@ -57,4 +57,10 @@ def test_a_client_speaking_1_1_keeps_its_own_lower_minor_and_passes() -> None:
         return 0
 
     result = run_client_case(_case("micromessage2/handshake/client-server-higher-minor"), launch)
+    assert result.grade is Grade.PASSED, result.message
+
+
+def test_a_client_that_answers_the_error_with_its_own_before_closing_passes() -> None:
+    result = run_client_case(_case("micromessage2/handshake/client-required-missing-refused"),
+                             buggy_client("answers-error-with-error"))
     assert result.grade is Grade.PASSED, result.message
