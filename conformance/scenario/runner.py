@@ -222,6 +222,8 @@ class CaseRunner:
         wait = max(case_deadline - time.monotonic(), 1.0)
         if self.case.client_exit is None:
             wait = min(wait, 5.0)
+        if self.violation:
+            wait = min(wait, 1.0)  # the verdict stands whatever the client does next
         try:
             code = await asyncio.wait_for(asyncio.shield(client), wait)
         except asyncio.TimeoutError:
