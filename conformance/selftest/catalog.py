@@ -39,3 +39,16 @@ class OneBug:
 def catalog(protocol: str) -> list[OneBug]:
     module = importlib.import_module(MODULES[protocol])
     return [*module.SERVERS, *getattr(module, "CLIENTS", [])]
+
+
+def servers(protocol: str, pairs: list[tuple[str, str]], start, transport: str = "tcp") -> list[OneBug]:
+    """One OneBug per bug from (bug, case) pairs, its cases in the order given."""
+    cases: dict[str, list[str]] = {}
+    for bug, case in pairs:
+        cases.setdefault(bug, []).append(case)
+    return [OneBug(protocol, "server", bug, tuple(ids), start=start, transport=transport) for bug, ids in cases.items()]
+
+
+def clients(protocol: str, bug_to_case: dict[str, str], launcher, transport: str = "tcp") -> list[OneBug]:
+    return [OneBug(protocol, "client", bug, (case,), launcher=launcher, transport=transport)
+            for bug, case in bug_to_case.items()]

@@ -8,7 +8,7 @@ import pytest
 
 from conformance.protocols import adapter_for
 from reference_impl.stmp.client import CASE_REQUEST_TIMEOUT, connect
-from tests.harness.buggy_stmp_client import BUGS, buggy_client
+from conformance.selftest.buggy_stmp_client import BUGS, buggy_client
 from tests.harness.suite_helpers import Grade, all_cases, run_client_case
 
 CAUGHT_BY = {

@@ -6,24 +6,13 @@ import asyncio
 
 import pytest
 
-from buggy_stmp import BuggyStmpServer
+from conformance.selftest.buggy_stmp import BuggyStmpServer
 from suite_helpers import Grade, all_cases, run_case
+from conformance.selftest.stmp_bugs import BUG_TO_CASE  # one table for the tests and `conformance selftest`
 
 CASES = all_cases("stmp")
 SERVER_TCP_CASES = sorted(cid for cid, c in CASES.items() if c.role == "server" and "tcp" in c.transports)
 
-BUG_TO_CASE = [
-    ("no-close-after-0x35", "stmp/handshake/version-unsupported"),
-    ("wrong-id-after-wrap", "stmp/ack-wrap/id-wrap-to-one"),
-    ("wrong-id-after-wrap", "stmp/ack-wrap/id-max"),
-    ("ps-missing", "stmp/encoding/raw"),
-    ("kind-bits-swapped", "stmp/handshake/one-version"),
-    ("no-heartbeat-timeout", "stmp/error-disconnect/heartbeat-timeout"),
-    ("accepts-before-negotiation", "stmp/handshake/request-before-negotiation"),
-    ("no-heartbeats", "stmp/error-disconnect/server-sends-heartbeats"),
-    ("answers-unknown-response", "stmp/ack-wrap/response-to-unknown-id"),
-    ("reserved-bits-ignored", "stmp/error-disconnect/reserved-bits-set"),
-]
 
 
 async def _grade(bug: str | None, case_id: str):

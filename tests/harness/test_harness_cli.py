@@ -125,8 +125,7 @@ def test_client_role_served_by_the_cli() -> None:
 
 @pytest.mark.parametrize("strict,code", [(False, 0), (True, 1)])
 def test_strict_fails_on_non_strict(tmp_path: Path, strict: bool, code: int) -> None:
-    buggy = ROOT / "tests" / "harness" / "buggy_stmp.py"
-    target = f"cmd:{sys.executable} {buggy} --bug not-found-as-bad-request --port {{port}}"
+    target = f"cmd:{sys.executable} -m conformance.selftest.buggy_stmp --bug not-found-as-bad-request --port {{port}}"
     args = ["run", "stmp", "--target", target, "--out", str(tmp_path), "-k", "unknown-action-not-found"]
     result = run(args + (["--strict"] if strict else []))
     assert result.returncode == code, result.stdout[-2000:]

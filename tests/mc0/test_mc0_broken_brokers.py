@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from buggy_mc0 import BuggyBroker, start_buggy
+from conformance.selftest.buggy_mc0 import BuggyBroker, start_buggy
 from reference_impl.mc0.server import Mc0Server
 from reference_impl.zmtp.codec import Frame, encode_frame
 from reference_impl.zmtp.commands import Metadata, Ready, encode_command

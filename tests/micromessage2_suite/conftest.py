@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-# buggy_mm2 lives here; suite_helpers (run single cases through the harness) in tests/harness.
+# suite_helpers (run single cases through the harness) lives in tests/harness.
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "harness"))
 

@@ -8,7 +8,7 @@ import pytest
 from reference_impl.micromessage2 import client as mm2_client
 
 from tests.harness.suite_helpers import Grade, all_cases, run_client_case
-from tests.micromessage2_suite.buggy_mm2_client import BUGS, ack_every_third_client, buggy_client
+from conformance.selftest.buggy_mm2_client import BUGS, ack_every_third_client, buggy_client
 
 CAUGHT_BY = {
     "final-takes-server-minor": "micromessage2/handshake/client-server-higher-minor",

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from buggy_mm2 import BuggyMm2Server
+from conformance.selftest.buggy_mm2 import BuggyMm2Server
 from suite_helpers import Grade, all_cases, run_case
 
 CASES = all_cases("micromessage2")

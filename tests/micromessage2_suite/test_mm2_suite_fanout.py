@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from buggy_mm2 import BuggyMm2Server
+from conformance.selftest.buggy_mm2 import BuggyMm2Server
 from conformance.protocols import adapter_for
 
 MM2 = adapter_for("micromessage2")

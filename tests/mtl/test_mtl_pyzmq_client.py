@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from buggy_mtl import BuggyMtlServer
+from conformance.selftest.buggy_mtl import BuggyMtlServer
 from reference_impl.mtl.server import start_server
 
 pytest.importorskip("zmq")

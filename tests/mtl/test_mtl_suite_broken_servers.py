@@ -8,34 +8,14 @@ from functools import lru_cache
 
 import pytest
 
-from buggy_mtl import BUGS, TIMERS, BuggyMtlServer
+from conformance.selftest.buggy_mtl import BUGS, TIMERS, BuggyMtlServer
 from reference_impl.mtl.server import MtlServer
 from reference_impl.mtl.service import Broker, BrokerOptions
 from suite_helpers import Grade, all_cases, run_case
+from conformance.selftest.mtl_bugs import BUG_TO_CASE, SHOULD_BUG_TO_CASE  # one table for the tests and `conformance selftest`
 
 CASES = all_cases("mtl")
 
-BUG_TO_CASE = [
-    ("content-after-dismiss", "mtl/error-disconnect/content-after-dismiss"),
-    ("ignores-multiple", "mtl/ack-wrap/confirm-multiple"),
-    ("skips-402", "mtl/handshake/scram-full-cycle"),
-    # a server-first the suite cannot answer is the server's fault: FAILED, not an ERROR of the case
-    ("server-first-no-iterations", "mtl/handshake/scram-full-cycle"),
-    ("server-final-in-201", "mtl/handshake/scram-full-cycle"),
-    ("lease-shared", "mtl/handshake/lease-belongs-to-first-connection"),
-    ("summon-twice-ok", "mtl/error-disconnect/summon-twice"),
-    ("confirm-full-on-test", "mtl/handshake/confirm-model-unsupported"),
-    ("port-as-string", "mtl/handshake/writer-lease"),
-    ("profile-before-auth", "mtl/handshake/challenge-lists-mechanisms"),
-    ("case-sensitive-commands", "mtl/handshake/command-names-case-insensitive"),
-]
-# SHOULD-level bugs: NON-STRICT by default, a failure with --strict
-SHOULD_BUG_TO_CASE = [
-    ("answers-ill-formed", "mtl/error-disconnect/control-one-frame"),
-    ("answers-ill-formed", "mtl/error-disconnect/control-three-frames"),
-    ("answers-ill-formed", "mtl/error-disconnect/control-invalid-json"),
-    ("no-dead-peer", "mtl/error-disconnect/dead-peer"),
-]
 
 
 async def _run(bug: str | None, case_id: str):

@@ -9,7 +9,7 @@ from reference_impl.rsio import client as rsio_client
 from reference_impl.rsio.session import SessionClosed
 
 from tests.harness.suite_helpers import Grade, all_cases, run_client_case
-from tests.rsio_suite.buggy_rsio_client import BUGS, buggy_client
+from conformance.selftest.buggy_rsio_client import BUGS, buggy_client
 
 CAUGHT_BY = {
     "hello-version-1": "rsio/handshake/client-hello",

@@ -8,30 +8,13 @@ from functools import lru_cache
 
 import pytest
 
-from buggy_rsio import BUGS, BuggyRsioServer
+from conformance.selftest.buggy_rsio import BUGS, BuggyRsioServer
 from suite_helpers import Grade, all_cases, run_case
+from conformance.selftest.rsio_bugs import BUG_TO_CASE, SHOULD_BUG_TO_CASE  # one table for the tests and `conformance selftest`
 
 CASES = all_cases("rsio")
 SERVER_CASES = sorted(cid for cid, c in CASES.items() if c.role == "server")
 
-BUG_TO_CASE = [
-    ("past-demand", "rsio/ack-wrap/initial-demand-exact"),
-    ("past-demand", "rsio/ack-wrap/zero-initial-demand"),
-    ("past-demand", "rsio/split-message/packing-within-demand"),
-    ("ignores-cancel", "rsio/ack-wrap/cancel-stops-stream"),
-    ("accepts-request-zero", "rsio/ack-wrap/request-zero-is-error"),
-    ("parts-as-onnext", "rsio/split-message/large-element-joined"),
-    ("parts-as-onnext", "rsio/split-message/two-streams-interleaved"),
-    ("mislabels-parts", "rsio/split-message/large-element-joined"),
-    ("mislabels-parts", "rsio/split-message/large-element-1mib"),
-    ("parts-use-demand", "rsio/split-message/parts-count-once"),
-    ("wrong-version-no-goodbye", "rsio/handshake/wrong-version"),
-    ("wrong-version-no-goodbye", "rsio/handshake/wrong-version-multibyte"),
-    ("no-close-after-goodbye", "rsio/handshake/wrong-version"),
-    ("demand-wraps", "rsio/ack-wrap/demand-overflow-saturates"),
-    ("no-goodbye-reply", "rsio/error-disconnect/goodbye-answered"),
-    ("id-in-use-replaced", "rsio/error-disconnect/subscribe-on-id-in-use"),
-]
 
 
 async def _run(bug: str | None, case_id: str):
@@ -56,10 +39,6 @@ async def _grade_all(case_ids: list[str]):
         await server.close()
 
 
-# SHOULD-level bugs: NON-STRICT, tested on their own below
-SHOULD_BUG_TO_CASE = [
-    ("completes-on-eof", "rsio/error-disconnect/transport-close-releases-streams"),
-]
 
 
 def test_every_bug_has_a_case() -> None:

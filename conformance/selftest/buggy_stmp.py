@@ -152,7 +152,7 @@ class BuggyStmpServer:
 
 
 def main() -> None:
-    """`python buggy_stmp.py --bug NAME --port N`: serve until killed (for cmd: targets)."""
+    """`python -m conformance.selftest.buggy_stmp --bug NAME --port N`: serve until killed (for cmd: targets)."""
     import argparse
     parser = argparse.ArgumentParser()
     parser.add_argument("--bug", choices=sorted(BUGS))

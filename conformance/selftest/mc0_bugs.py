@@ -1,0 +1,25 @@
+"""mc0's one-bug brokers, and the cases meant to catch each (mc0 has no client-role cases)."""
+
+from __future__ import annotations
+
+from conformance.selftest.buggy_mc0 import start_buggy
+from conformance.selftest.catalog import servers
+
+BUG_TO_CASE = [
+    ("accepts-null", "mc0/handshake/null-refused"),
+    ("unchecked-hello", "mc0/handshake/curve-wrong-server-key"),
+    ("odd-headers-crash", "mc0/error-disconnect/odd-header-count"),
+    ("odd-headers-stop-serving", "mc0/error-disconnect/odd-header-count"),
+    ("ok-after-error", "mc0/error-disconnect/unknown-verb-error-only"),
+    ("prefix-match", "mc0/pubsub/prefix-not-delivered"),
+    ("fan-out-to-one", "mc0/pubsub/fan-out-to-every-subscriber"),
+    ("drops-x-headers", "mc0/extension-index/x-headers-forwarded"),
+    ("no-ttl-expiry", "mc0/error-disconnect/ttl-expiry-drops-subscriptions"),
+]
+#: SHOULD-level bugs: NON-STRICT
+SHOULD_BUG_TO_CASE = [
+    ("no-noop", "mc0/error-disconnect/broker-noops-quiet-client"),
+]
+
+SERVERS = servers("mc0", BUG_TO_CASE + SHOULD_BUG_TO_CASE, start_buggy, transport="zmtp")
+CLIENTS: list = []

@@ -1,0 +1,47 @@
+"""Micromessage2's one-bug servers and clients, and the cases meant to catch each."""
+
+from __future__ import annotations
+
+from conformance.selftest.buggy_mm2 import BuggyMm2Server
+from conformance.selftest.buggy_mm2_client import buggy_client
+from conformance.selftest.catalog import clients, servers
+
+BUG_TO_CASE = [
+    ("zero-based-ids", "micromessage2/extension-index/seed-example"),
+    ("zero-based-ids", "micromessage2/extension-index/server-acks-on-its-id"),
+    ("zero-based-ids", "micromessage2/extension-index/required-before-optional"),
+    ("no-error-missing-required", "micromessage2/handshake/required-missing-vendor"),
+    ("no-error-missing-required", "micromessage2/handshake/required-missing-unknown"),
+    ("window-overrun", "micromessage2/ack-wrap/ack-window-one"),
+    ("window-overrun", "micromessage2/ack-wrap/batch-ack-window-3"),
+    ("window-overrun", "micromessage2/ack-wrap/batch-ack-default-10"),
+    ("large-threshold-512", "micromessage2/split-message/payload-256"),
+    ("large-threshold-512", "micromessage2/split-message/payload-300-and-512"),
+    ("fan-out-to-one", "micromessage2/pubsub/fan-out-to-every-subscriber"),
+    ("hello-before-check", "micromessage2/error-disconnect/error-instead-of-hello"),
+    ("ignores-error", "micromessage2/error-disconnect/error-received-close"),
+    ("ignores-error", "micromessage2/error-disconnect/error-with-large-flag"),
+    ("open-after-eof-mid-frame", "micromessage2/error-disconnect/truncated-frame-then-eof"),
+    ("ack-not-cumulative-across-wrap", "micromessage2/ack-wrap/cumulative-across-wrap"),
+]
+#: SHOULD-level bugs: NON-STRICT
+SHOULD_BUG_TO_CASE = [
+    ("no-split", "micromessage2/split-message/reply-over-1mib-split"),
+]
+CLIENT_BUG_TO_CASE = {
+    "final-takes-server-minor": "micromessage2/handshake/client-server-higher-minor",
+    "no-error-on-other-major": "micromessage2/handshake/client-other-major",
+    "ignores-server-required": "micromessage2/handshake/client-lacks-server-required",
+    "ignores-error": "micromessage2/handshake/client-required-missing-refused",
+    "activates-unsupported-suggestion": "micromessage2/handshake/client-final-message",
+    "drops-server-required": "micromessage2/handshake/client-final-adds-server-required",
+    "acks-on-an-unused-extension-id": "micromessage2/ack-wrap/client-acks-messages",
+}
+
+
+async def _start(bug: str | None) -> BuggyMm2Server:
+    return await BuggyMm2Server(bug).start()
+
+
+SERVERS = servers("micromessage2", BUG_TO_CASE + SHOULD_BUG_TO_CASE, _start)
+CLIENTS = clients("micromessage2", CLIENT_BUG_TO_CASE, buggy_client)

@@ -1,0 +1,50 @@
+"""rsio's one-bug servers and clients, and the cases meant to catch each."""
+
+from __future__ import annotations
+
+from conformance.selftest.buggy_rsio import BuggyRsioServer
+from conformance.selftest.buggy_rsio_client import buggy_client
+from conformance.selftest.catalog import clients, servers
+
+BUG_TO_CASE = [
+    ("past-demand", "rsio/ack-wrap/initial-demand-exact"),
+    ("past-demand", "rsio/ack-wrap/zero-initial-demand"),
+    ("past-demand", "rsio/split-message/packing-within-demand"),
+    ("ignores-cancel", "rsio/ack-wrap/cancel-stops-stream"),
+    ("accepts-request-zero", "rsio/ack-wrap/request-zero-is-error"),
+    ("parts-as-onnext", "rsio/split-message/large-element-joined"),
+    ("parts-as-onnext", "rsio/split-message/two-streams-interleaved"),
+    ("mislabels-parts", "rsio/split-message/large-element-joined"),
+    ("mislabels-parts", "rsio/split-message/large-element-1mib"),
+    ("parts-use-demand", "rsio/split-message/parts-count-once"),
+    ("wrong-version-no-goodbye", "rsio/handshake/wrong-version"),
+    ("wrong-version-no-goodbye", "rsio/handshake/wrong-version-multibyte"),
+    ("no-close-after-goodbye", "rsio/handshake/wrong-version"),
+    ("demand-wraps", "rsio/ack-wrap/demand-overflow-saturates"),
+    ("no-goodbye-reply", "rsio/error-disconnect/goodbye-answered"),
+    ("id-in-use-replaced", "rsio/error-disconnect/subscribe-on-id-in-use"),
+]
+#: SHOULD-level bugs: NON-STRICT
+SHOULD_BUG_TO_CASE = [
+    ("completes-on-eof", "rsio/error-disconnect/transport-close-releases-streams"),
+]
+CLIENT_BUG_TO_CASE = {
+    "hello-version-1": "rsio/handshake/client-hello",
+    "accepts-any-version": "rsio/handshake/client-wrong-version",
+    "uses-unlisted-extension": "rsio/extension-index/client-sends-no-extension-type",
+    "ignores-unknown-type": "rsio/error-disconnect/client-unknown-type",
+    "goodbye-unanswered": "rsio/error-disconnect/client-answers-goodbye",
+    "requests-zero": "rsio/ack-wrap/client-demand",
+    "requests-after-cancel": "rsio/ack-wrap/client-cancel",
+    "on-error-ignored": "rsio/error-disconnect/client-on-error",
+    "parts-not-joined": "rsio/split-message/client-joins-parts",
+    "fixed-size-read-as-prefixed": "rsio/split-message/client-fixed-and-packed",
+}
+
+
+async def _start(bug: str | None) -> BuggyRsioServer:
+    return await BuggyRsioServer(bug).start()
+
+
+SERVERS = servers("rsio", BUG_TO_CASE + SHOULD_BUG_TO_CASE, _start)
+CLIENTS = clients("rsio", CLIENT_BUG_TO_CASE, buggy_client)
