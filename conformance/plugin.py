@@ -193,15 +193,28 @@ class BrokenScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         state = self.config.stash[_STATE]
+        protocol, family, case_id = self._identity()
         state.writer.add({
             "run": state.run_id, "time": utc_now(), "implementation": state.implementation,
             "implementationVersion": state.impl_version, "target": state.target_spec,
-            "protocol": (self.case.protocol if self.case else self.path.parent.name),
-            "family": (self.case.family if self.case else ""), "case": self.case.id if self.case else str(self.path),
+            "protocol": protocol, "family": family, "case": case_id,
             "transport": "", "requirement": "MUST", "grade": Grade.ERROR.value, "exchangeGrade": Grade.ERROR.value,
             "closeGrade": None, "message": self.error, "spec": "", "specRef": "", "durationMs": 0, "wirelog": None,
         })
         raise ScenarioError(self.error)
+
+    def _identity(self) -> tuple[str, str, str]:
+        """(protocol, family, case id) for the record, even when the file could not be read.
+
+        Scenario files are scenarios/<protocol>/<family>.yaml, so the path names
+        both; an empty family made the record invalid and the report dropped it.
+        A case id stable across machines (not the absolute path) keeps the
+        broken file in one matrix row from run to run.
+        """
+        if self.case is not None:
+            return self.case.protocol or self.path.parent.name, self.case.family or self.path.stem, self.case.id
+        protocol, family = self.path.parent.name, self.path.stem
+        return protocol, family, f"{protocol}/{family}/<file>"
 
     def repr_failure(self, excinfo, style=None) -> str:
         return f"broken scenario: {excinfo.value}"

@@ -16,6 +16,18 @@ from reports.coverage import Coverage
 from reports.grades import COUNT_COLUMN, WORST_FIRST
 
 MISSING_SORT_KEY = len(WORST_FIRST)
+NOT_TESTED = "not tested"
+NOT_RUN = ("UNSUPPORTED", "NOT-APPLICABLE")  # grades that say why a case did not run
+ANY_IMPLEMENTATION = "(any)"
+# MUST cases per implementation (reports.compliance); "not tested" holds the
+# not-applicable ones too, which alone do not stand in the way of full compliance.
+MUST_HEADINGS = {
+    "mustCases": "MUST cases",
+    "mustPassed": "MUST passed",
+    "mustFailed": "MUST failed or error",
+    "mustNotTested": "MUST not tested",
+    "mustNotApplicable": "of which not applicable",
+}
 
 GRADE_STYLE = {  # grade: (text colour, background)
     "PASSED": ("#0f5c2a", "#cdeed6"),
@@ -51,8 +63,11 @@ class Cell:
 
 @dataclass(frozen=True)
 class CaseRow:
+    """One matrix row: a case on one transport."""
+
     family: str
     case: str
+    transport: str
     requirement: str
 
 
@@ -61,7 +76,7 @@ class ProtocolMatrix:
     protocol: str
     implementations: list[str]
     cases: list[CaseRow]
-    cells: dict[tuple[str, str], Cell]  # (implementation, case) -> cell
+    cells: dict[tuple[str, str, str], Cell]  # (implementation, case, transport) -> cell
     column_notes: dict[str, str] = field(default_factory=dict)  # implementation -> "version, level"
 
 
@@ -70,8 +85,9 @@ class ImplementationRow:
     name: str
     version: str
     level: str
-    cases: int
-    counts: dict[str, int]  # grade -> cases
+    cells: int  # case x transport
+    counts: dict[str, int]  # grade -> cells
+    must: dict[str, int]  # mustCases, mustPassed, mustFailed, mustNotTested, mustNotApplicable
 
 
 @dataclass
@@ -115,13 +131,14 @@ def _grade_css() -> str:
 
 
 def _cell(implementation: str, row: CaseRow, cell: Cell | None) -> str:
-    attrs = f'data-impl="{esc(implementation)}" data-case="{esc(row.case)}"'
+    attrs = f'data-impl="{esc(implementation)}" data-case="{esc(row.case)}" data-transport="{esc(row.transport)}"'
     if cell is None:
-        return f'<td class="cell g-none" {attrs} data-sort="{MISSING_SORT_KEY}">&mdash;</td>'
+        return f'<td class="cell g-none" {attrs} data-sort="{MISSING_SORT_KEY}">{NOT_TESTED}</td>'
     tooltip = f"{cell.spec_ref}\n{cell.spec}"
     if cell.message:
         tooltip += f"\n\n{cell.message}"
     log = f' <a class="log" href="{href(cell.wirelog_href)}">log</a>' if cell.wirelog_href else ""
+    note = f' <small class="note">{NOT_TESTED}</small>' if cell.grade in NOT_RUN else ""
     clip = (
         f' <span class="att" title="attachments in the Allure result">{cell.attachments}&nbsp;att</span>'
         if cell.attachments
@@ -130,21 +147,20 @@ def _cell(implementation: str, row: CaseRow, cell: Cell | None) -> str:
     return (
         f'<td class="cell g-{esc(cell.grade)}" {attrs} data-grade="{esc(cell.grade)}" '
         f'data-sort="{WORST_FIRST.index(cell.grade)}" title="{esc(tooltip)}">'
-        f'<a href="{href(cell.spec_href)}">{esc(cell.grade)}</a>{log}{clip}</td>'
+        f'<a href="{href(cell.spec_href)}">{esc(cell.grade)}</a>{note}{log}{clip}</td>'
     )
 
 
 def _matrix_table(matrix: ProtocolMatrix) -> str:
-    heads = "".join(f"<th>{esc(name)}</th>" for name in ["Family", "Case", "Requirement"])
+    heads = "".join(f"<th>{esc(name)}</th>" for name in ["Family", "Case", "Transport", "Requirement"])
     for name in matrix.implementations:
         note = matrix.column_notes.get(name)
         heads += f"<th>{esc(name)}" + (f'<br><small class="note">{esc(note)}</small>' if note else "") + "</th>"
     rows = []
     for row in matrix.cases:
-        cells = "".join(_cell(i, row, matrix.cells.get((i, row.case))) for i in matrix.implementations)
-        rows.append(
-            f"<tr><td>{esc(row.family)}</td><td>{esc(row.case)}</td><td>{esc(row.requirement)}</td>{cells}</tr>"
-        )
+        cells = "".join(_cell(i, row, matrix.cells.get((i, row.case, row.transport))) for i in matrix.implementations)
+        heads_of_row = "".join(_td(v) for v in (row.family, row.case, row.transport, row.requirement))
+        rows.append(f"<tr>{heads_of_row}{cells}</tr>")
     return (
         f"<h2>Matrix: {esc(matrix.protocol)}</h2>\n"
         f'<table class="matrix sortable" id="matrix-{esc(matrix.protocol)}"><thead><tr>{heads}</tr></thead>\n'
@@ -164,27 +180,32 @@ def _td(value: object, css: str | None = None) -> str:
 
 def _implementations(rows: list[ImplementationRow]) -> str:
     grades = list(COUNT_COLUMN)
+    must = list(MUST_HEADINGS)
     body = []
     for r in rows:
-        cells = [_td(r.name), _td(r.version), _td(r.level, "lvl-" + r.level.split()[0]), _td(r.cases, "num")]
-        cells += [_td(r.counts.get(g, 0), "num") for g in grades]
+        cells = [_td(r.name), _td(r.version), _td(r.level, "lvl-" + r.level.split()[0])]
+        cells += [_td(r.must.get(k, 0), "num") for k in must]
+        cells += [_td(r.cells, "num"), *(_td(r.counts.get(g, 0), "num") for g in grades)]
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return _table("implementations", ["Implementation", "Version", "Level", "Cases", *grades], body)
+    headings = ["Implementation", "Version", "Level", *MUST_HEADINGS.values(), "Cells", *grades]
+    return _table("implementations", headings, body)
 
 
 def _coverage(rows: list[Coverage]) -> str:
     body = []
     for c in rows:
         if c.status != "known":
-            body.append(f'<tr>{_td(c.protocol)}<td colspan="5">unknown: {esc(c.reason)}</td></tr>')
+            unknown = f'<td colspan="5">unknown: {esc(c.reason)}</td>'
+            body.append(f"<tr>{_td(c.protocol)}{_td(ANY_IMPLEMENTATION)}{unknown}</tr>")
             continue
         share = "n/a" if c.coverage is None else f"{c.coverage:.0%}"
         cells = [
-            _td(c.protocol), _td(c.spec), _td(f"{c.mustCovered} / {c.mustTotal}", "num"),
-            _td(c.mustUntestable, "num"), _td(share, "num"), _td(", ".join(c.uncovered)),
+            _td(c.protocol), _td(c.implementation or ANY_IMPLEMENTATION), _td(c.spec),
+            _td(f"{c.mustCovered} / {c.mustTotal}", "num"), _td(c.mustUntestable, "num"), _td(share, "num"),
+            _td(", ".join(c.uncovered)),
         ]
         body.append(f"<tr>{''.join(cells)}</tr>")
-    headings = ["Protocol", "Spec", "MUST covered", "Untestable", "Coverage", "Uncovered"]
+    headings = ["Protocol", "Implementation", "Spec", "MUST tested", "Untestable", "Coverage", "MUST not tested"]
     return _table("coverage", headings, body, sortable=False)
 
 
@@ -203,7 +224,7 @@ def _legend() -> str:
     items = "".join(
         f'<span class="legend-item g-{g}" title="{esc(GRADE_MEANING[g])}">{esc(g)}</span> ' for g in WORST_FIRST
     )
-    return f'<p class="legend">{items}<span class="legend-item g-none">&mdash; not run</span></p>'
+    return f'<p class="legend">{items}<span class="legend-item g-none" title="no record">{NOT_TESTED}</span></p>'
 
 
 _PAGE = Template(
@@ -222,7 +243,7 @@ td.num{text-align:right} td.cell{white-space:nowrap;font-weight:600}
 .legend-item{display:inline-block;padding:2px 8px;margin:2px;border-radius:3px;font-weight:600}
 .g-none{color:#999;background:#fff}
 .lvl-fully{color:#0f5c2a;font-weight:600} .lvl-compliant{color:#8a5300;font-weight:600}
-.lvl-non-compliant{color:#c62828;font-weight:600}
+.lvl-non-compliant{color:#c62828;font-weight:600} .lvl-not{color:#6a1b4d;font-weight:600}
 a.log,span.att{font-weight:400;font-size:85%}
 .meta{color:#555} small.note{font-weight:400;color:#555}
 $grade_css
@@ -231,8 +252,10 @@ $grade_css
 <body>
 <h1>Conformance compliance matrix</h1>
 <p class="meta">Generated $generated from $records valid records in $runs runs;
-$invalid invalid records (listed in summary.json). Each cell is the grade of the implementation's latest run;
-hover for the spec sentence, click for the spec section. Click a column heading to sort.</p>
+$invalid invalid records (listed in summary.json). Each cell is the grade of the implementation's latest run
+of the case on one transport; hover for the spec sentence, click for the spec section. Click a column heading to sort.
+UNSUPPORTED, NOT-APPLICABLE and missing cells are not tested. An implementation is fully compliant only when every
+MUST case that applies to it ran and passed.</p>
 <h2>Implementations</h2>
 $implementations
 <h2>Legend</h2>

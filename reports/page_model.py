@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-
-from pyspark.sql import Row
+from typing import Any
 
 from reports.html_matrix import CaseRow, Cell, ProtocolMatrix
 
@@ -27,15 +26,17 @@ def wirelog_href(run_dir: str, wirelog: str | None, out_dir: Path) -> str | None
 
 
 def protocol_matrices(
-    rows: Iterable[Row], spec_root: Path | None, out_dir: Path, column_notes: dict[tuple[str, str], str] | None = None
+    rows: Iterable[Any], spec_root: Path | None, out_dir: Path, column_notes: dict[tuple[str, str], str] | None = None
 ) -> list[ProtocolMatrix]:
-    """column_notes: (protocol, implementation) -> text shown under the column heading."""
+    """rows: matrix cells with attribute access (Spark rows); column_notes: (protocol, implementation) -> text
+    shown under the column heading."""
     by_protocol: dict[str, ProtocolMatrix] = {}
-    case_rows: dict[str, dict[str, CaseRow]] = {}
+    case_rows: dict[str, dict[tuple[str, str], CaseRow]] = {}
     for r in rows:
         matrix = by_protocol.setdefault(r.protocol, ProtocolMatrix(r.protocol, [], [], {}))
-        case_rows.setdefault(r.protocol, {}).setdefault(r.case, CaseRow(r.family, r.case, r.requirement))
-        matrix.cells[(r.implementation, r.case)] = Cell(
+        row = CaseRow(r.family, r.case, r.transport, r.requirement)
+        case_rows.setdefault(r.protocol, {}).setdefault((r.case, r.transport), row)
+        matrix.cells[(r.implementation, r.case, r.transport)] = Cell(
             grade=r.grade,
             spec_ref=r.specRef,
             spec=r.spec,
@@ -45,7 +46,7 @@ def protocol_matrices(
             attachments=r.attachments,
         )
     for protocol, matrix in by_protocol.items():
-        matrix.implementations = sorted({impl for impl, _ in matrix.cells})
+        matrix.implementations = sorted({impl for impl, _, _ in matrix.cells})
         matrix.column_notes = {i: (column_notes or {}).get((protocol, i), "") for i in matrix.implementations}
-        matrix.cases = sorted(case_rows[protocol].values(), key=lambda c: (c.family, c.case))
+        matrix.cases = sorted(case_rows[protocol].values(), key=lambda c: (c.family, c.case, c.transport))
     return [by_protocol[p] for p in sorted(by_protocol)]

@@ -1,8 +1,9 @@
 """The report job: records and Allure results in, tables, summary.json and matrix.html out.
 
 All per-record work happens in Spark. The driver collects only small
-aggregates, each marked "Collected:" below, to write summary.json and the
-HTML page.
+aggregates, each marked "Collected:" below: the matrix cells, from which it
+judges levels and MUST coverage (reports.compliance, reports.coverage) and
+builds the HTML page, and counts for summary.json.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from reports import tables
 from reports.allure_results import allure_by_case, allure_summary, read_allure_results
 from reports.baseline import baseline_records
 from reports.catalogue import load_catalogues
+from reports.compliance import compliance_rows, implementation_summaries
 from reports.coverage import Coverage, coverage
-from reports.grades import COUNT_COLUMN, worst_level
+from reports.grades import COUNT_COLUMN
 from reports.html_matrix import FindingList, ImplementationRow, MatrixPage, render
 from reports.inputs import InputSet, discover
 from reports.load_records import read_records
@@ -33,14 +35,19 @@ from reports.record_schema import load_schema
 INVALID_IN_SUMMARY = 100
 FINDINGS_SHOWN = 500
 MESSAGE_CHARS_SHOWN = 300
-BASELINE_COLUMNS = ["protocol", "case", "implementation", "baselineRun", "baselineGrade", "run", "grade", "message"]
-FLAKY_COLUMNS = ["protocol", "case", "implementation", "implementationVersion", "runs", "grades"]
+BASELINE_COLUMNS = [
+    "protocol", "case", "transport", "implementation", "baselineRun", "baselineGrade", "run", "grade", "message"
+]
+FLAKY_COLUMNS = ["protocol", "case", "transport", "implementation", "implementationVersion", "runs", "grades"]
 PAGE_COLUMNS = [
     "protocol",
     "family",
     "case",
+    "transport",
     "requirement",
     "implementation",
+    "implementationVersion",
+    "time",
     "grade",
     "spec",
     "specRef",
@@ -49,8 +56,14 @@ PAGE_COLUMNS = [
     "attachments",
 ]
 _COVERAGE_SCHEMA = (
-    "protocol string, status string, spec string, mustTotal int, mustCovered int, mustUntestable int, "
-    "coverage double, uncovered array<string>, reason string"
+    "protocol string, implementation string, status string, spec string, mustTotal int, mustCovered int, "
+    "mustUntestable int, coverage double, uncovered array<string>, reason string"
+)
+_COMPLIANCE_SCHEMA = (
+    "implementation string, protocol string, implementationVersion string, cells int, "
+    + ", ".join(f"{c} int" for c in COUNT_COLUMN.values())
+    + ", mustCases int, mustPassed int, mustFailed int, mustNotTested int, mustNotApplicable int, "
+    "mustNotTestedCases array<string>, judgedFailedOrError int, judgedNonStrict int, level string"
 )
 
 
@@ -123,23 +136,6 @@ def _finding(title: str, frame: DataFrame, columns: list[str]) -> _Finding:
     return _Finding(FindingList(title, columns, shown, total), rows)
 
 
-def _implementations(compliance_rows: list[Any]) -> list[dict[str, Any]]:
-    by_impl: dict[str, list[Any]] = {}
-    for row in compliance_rows:
-        by_impl.setdefault(row.implementation, []).append(row)
-    return [
-        {
-            "implementation": name,
-            "version": ", ".join(sorted({r.implementationVersion for r in rows})),
-            "level": worst_level([r.level for r in rows]),
-            "cases": sum(r.cases for r in rows),
-            "grades": {g: sum(r[c] for r in rows) for g, c in COUNT_COLUMN.items()},
-            "protocols": {r.protocol: r.level for r in rows},
-        }
-        for name, rows in sorted(by_impl.items())
-    ]
-
-
 class _Report:
     def __init__(self, spark: SparkSession, options: ReportOptions, found: InputSet, out: Path, cache: _Cache) -> None:
         self.spark, self.options, self.found, self.out, self.cache = spark, options, found, out, cache
@@ -160,12 +156,10 @@ class _Report:
             allure_link, allure_stats = allure_by_case(allure), allure_summary(allure)
 
         matrix = keep(tables.matrix(valid, allure_link))
-        compliance = keep(tables.compliance(matrix))
         runs = keep(tables.runs(valid))
         flaky = keep(tables.flaky(valid))
         for name, frame in [
             ("matrix", matrix),
-            ("compliance", compliance),
             ("runs", runs),
             ("flaky", flaky),
             ("durations", tables.durations(valid)),
@@ -174,15 +168,23 @@ class _Report:
             self._write(name, frame)
         against_baseline = self._baseline_findings(matrix, valid)
         flaky_finding = _finding("Flaky cases (grade changed between runs of one version)", flaky, FLAKY_COLUMNS)
-        must_coverage = coverage(self.spark, valid, load_catalogues(self.options.requirements_dir))
+
+        # Collected: the matrix itself, one row per implementation x case x
+        # transport, which the page shows and the levels and coverage are
+        # judged on; every other table stays in Spark.
+        message = F.substring("message", 1, MESSAGE_CHARS_SHOWN).alias("message")
+        cells = matrix.select(*PAGE_COLUMNS, message).collect()
+        catalogues = load_catalogues(self.options.requirements_dir)
+        compliance = compliance_rows(cells, catalogues)
+        must_coverage = coverage(cells, catalogues)
+        self._write("compliance", self.spark.createDataFrame(compliance, _COMPLIANCE_SCHEMA))
         self._write("coverage", self.spark.createDataFrame([c.as_row() for c in must_coverage], _COVERAGE_SCHEMA))
 
-        # Collected: the valid/invalid counts (two rows), the runs count, one
-        # row per implementation x protocol, and the first invalid records.
+        # Collected: the valid/invalid counts (two rows), the runs count and
+        # the first invalid records.
         counts = {r.ok: r["count"] for r in records.groupBy(F.col("error").isNull().alias("ok")).count().collect()}
-        compliance_rows = compliance.collect()
         invalid_rows = invalid.orderBy("sourceFile", "line").limit(INVALID_IN_SUMMARY).collect()
-        implementations = _implementations(compliance_rows)
+        implementations = implementation_summaries(compliance)
         summary: dict[str, Any] = {
             "generated": datetime.now(UTC).isoformat(timespec="seconds"),
             "inputs": self.options.inputs,
@@ -211,7 +213,7 @@ class _Report:
         }
         write_json(self.out / "summary.json", summary)
         findings = [f.page for f in [*against_baseline.values(), flaky_finding]]
-        self._write_page(matrix, summary, compliance_rows, must_coverage, findings)
+        self._write_page(cells, summary, compliance, must_coverage, findings)
         return summary
 
     def _baseline_findings(self, matrix: DataFrame, valid: DataFrame) -> dict[str, _Finding]:
@@ -231,24 +233,21 @@ class _Report:
 
     def _write_page(
         self,
-        matrix: DataFrame,
+        cells: list[Any],
         summary: dict[str, Any],
-        compliance_rows: list[Any],
+        compliance: list[dict[str, Any]],
         must_coverage: list[Coverage],
         findings: list[FindingList],
     ) -> None:
-        # Collected: the matrix itself, one row per implementation x case,
-        # which is what the page shows; every other table stays in Spark.
-        message = F.substring("message", 1, MESSAGE_CHARS_SHOWN).alias("message")
-        cells = matrix.select(*PAGE_COLUMNS, message).collect()
-        notes = {(r.protocol, r.implementation): f"{r.implementationVersion}, {r.level}" for r in compliance_rows}
+        notes = {(r["protocol"], r["implementation"]): f"{r['implementationVersion']}, {r['level']}"
+                 for r in compliance}
         page = MatrixPage(
             generated=summary["generated"],
             records=summary["records"]["valid"],
             invalid=summary["records"]["invalid"],
             runs=summary["runs"],
             implementations=[
-                ImplementationRow(i["implementation"], i["version"], i["level"], i["cases"], i["grades"])
+                ImplementationRow(i["implementation"], i["version"], i["level"], i["cells"], i["grades"], i["must"])
                 for i in summary["implementations"]
             ],
             coverage=must_coverage,

@@ -11,23 +11,35 @@ def _counts(grades: dict[str, int]) -> str:
     return ", ".join(f"{g} {n}" for g, n in grades.items() if n) or "no cases"
 
 
+def _must(must: dict[str, int]) -> str:
+    not_applicable = f" ({must['mustNotApplicable']} not applicable)" if must["mustNotApplicable"] else ""
+    return (
+        f"MUST cases {must['mustCases']}: {must['mustPassed']} passed, {must['mustFailed']} failed or error, "
+        f"{must['mustNotTested']} not tested{not_applicable}"
+    )
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     records = summary["records"]
     lines = [
         f"Conformance report: {records['valid']} valid records, {records['invalid']} invalid, {summary['runs']} runs"
     ]
-    lines.append("Compliance (latest run of each case, MUST/SHOULD cases judged):")
+    lines.append("Compliance (latest run of each case; fully compliant: every applicable MUST case ran and passed):")
     for impl in summary["implementations"]:
-        lines.append(f"  {impl['implementation']} {impl['version']}: {impl['level']} ({_counts(impl['grades'])})")
+        lines.append(f"  {impl['implementation']} {impl['version']}: {impl['level']} ({_must(impl['must'])}; "
+                     f"cells: {_counts(impl['grades'])})")
     lines.append(f"Grades over the matrix: {_counts(summary['gradeCounts'])}")
     coverage = []
     for c in summary["coverage"]:
+        if c["implementation"] is not None:
+            continue  # per implementation: in summary.json and on the page
         if c["status"] == "known":
             share = "n/a" if c["coverage"] is None else f"{c['coverage']:.0%}"
-            coverage.append(f"{c['protocol']} {c['mustCovered']}/{c['mustTotal']} ({share})")
+            coverage.append(f"{c['protocol']} {c['mustCovered']}/{c['mustTotal']} tested ({share})")
         else:
             coverage.append(f"{c['protocol']} unknown ({c['reason']})")
-    lines.append("MUST coverage: " + ("; ".join(coverage) or "no protocols"))
+    shown = "; ".join(coverage) or "no protocols"
+    lines.append(f"MUST coverage (sentences a case ran for, any implementation): {shown}")
     baseline = summary["baseline"]
     if baseline:
         lines.append(

@@ -6,12 +6,15 @@ rows whose ``error`` is NULL.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from reports.grades import COUNT_COLUMN, JUDGED_REQUIREMENTS, level, severity
+from reports.grades import WORST_FIRST
 
-CELL_KEY = ["implementation", "protocol", "case"]
+CASE_KEY = ["implementation", "protocol", "case"]
+# One cell per transport: a transport the target does not offer
+# (NOT-APPLICABLE) must not hide the grade of one it does.
+CELL_KEY = [*CASE_KEY, "transport"]
 
 MATRIX_COLUMNS = [
     "protocol",
@@ -38,6 +41,14 @@ MATRIX_COLUMNS = [
 ]
 
 
+def severity(grade: Column) -> Column:
+    """Higher is worse; unknown grades cannot occur in valid records."""
+    result = F.lit(0)
+    for rank, name in enumerate(reversed(WORST_FIRST)):
+        result = F.when(grade == name, F.lit(rank)).otherwise(result)
+    return result
+
+
 def _worst_per(frame: DataFrame, key: list[str]) -> DataFrame:
     """The worst-graded record per key (latest first among equals)."""
     order = Window.partitionBy(*key).orderBy(
@@ -47,8 +58,9 @@ def _worst_per(frame: DataFrame, key: list[str]) -> DataFrame:
 
 
 def latest_cells(records: DataFrame) -> DataFrame:
-    """Per implementation x case: its latest run's record (the worst, if that run graded it twice)."""
-    cell = Window.partitionBy(*CELL_KEY)
+    """Per implementation x case x transport: the record of the latest run that graded the case
+    (the worst, if that run graded it twice on one transport)."""
+    cell = Window.partitionBy(*CASE_KEY)
     latest_run = F.max_by("run", F.struct("ts", "run")).over(cell)
     in_latest = records.withColumn("_latestRun", latest_run).where(F.col("run") == F.col("_latestRun"))
     return _worst_per(in_latest, CELL_KEY).select(*MATRIX_COLUMNS)
@@ -69,30 +81,6 @@ def matrix(valid: DataFrame, allure: DataFrame | None) -> DataFrame:
     )
 
 
-def _grade_counts(frame: DataFrame, key: list[str], extra: list) -> DataFrame:
-    judged = F.col("requirement").isin(*JUDGED_REQUIREMENTS)
-    counts = [F.count(F.when(F.col("grade") == g, 1)).alias(name) for g, name in COUNT_COLUMN.items()]
-    judged_bad = F.count(F.when(judged & F.col("grade").isin("FAILED", "ERROR"), 1))
-    judged_non_strict = F.count(F.when(judged & (F.col("grade") == "NON-STRICT"), 1))
-    return (
-        frame.groupBy(*key)
-        .agg(
-            F.count(F.lit(1)).alias("cases"),
-            *counts,
-            judged_bad.alias("judgedFailedOrError"),
-            judged_non_strict.alias("judgedNonStrict"),
-            *extra,
-        )
-        .withColumn("level", level(F.col("judgedFailedOrError"), F.col("judgedNonStrict")))
-    )
-
-
-def compliance(matrix_cells: DataFrame) -> DataFrame:
-    """Per implementation and protocol: grade counts over its matrix row and its level."""
-    version = F.max_by("implementationVersion", F.try_to_timestamp("time")).alias("implementationVersion")
-    return _grade_counts(matrix_cells, ["implementation", "protocol"], [version])
-
-
 def runs(valid: DataFrame) -> DataFrame:
     return valid.groupBy("protocol", "run", "implementation", "implementationVersion").agg(
         F.min("ts").alias("started"),
@@ -110,6 +98,7 @@ def _cells_against_baseline(matrix_cells: DataFrame, baseline_records: DataFrame
         "protocol",
         "family",
         "case",
+        "transport",
         "requirement",
         "implementation",
         "implementationVersion",
@@ -134,8 +123,8 @@ def new_passes(matrix_cells: DataFrame, baseline_records: DataFrame) -> DataFram
 
 
 def flaky(valid: DataFrame) -> DataFrame:
-    """Cases whose grade differed between runs of one implementation version."""
-    version_key = ["implementation", "implementationVersion", "protocol", "case"]
+    """Cases whose grade on one transport differed between runs of one implementation version."""
+    version_key = ["implementation", "implementationVersion", "protocol", "case", "transport"]
     per_run = valid.groupBy(*version_key, "run").agg(
         F.max_by("grade", severity(F.col("grade"))).alias("grade"), F.min("family").alias("family")
     )

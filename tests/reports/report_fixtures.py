@@ -228,18 +228,19 @@ HELLO, LARGE, OPTIONAL, MM_INFO = (
     "micromessage2/filters/info",
 )
 
-# (implementation, case) -> (grade, run): the latest run's grade, worst within that run.
+# (implementation, case, transport) -> (grade, run): the latest run's grade on that transport.
 EXPECTED_MATRIX = {
-    ("alpha", OK): ("ERROR", "a3"),
-    ("alpha", UNSUP): ("FAILED", "a2"),
-    ("alpha", INTERVAL): ("PASSED", "a3"),
-    ("alpha", INFO): ("INFORMATIONAL", "a2"),
-    ("beta", OK): ("PASSED", "b1"),
-    ("beta", UNSUP): ("PASSED", "b1"),
-    ("beta", INTERVAL): ("NON-STRICT", "b1"),  # tcp NON-STRICT beats the later ws PASSED
-    ("beta", INFO): ("INFORMATIONAL", "b1"),
-    ("gamma", HELLO): ("PASSED", "g1"),
-    ("gamma", LARGE): ("PASSED", "g1"),
-    ("gamma", OPTIONAL): ("UNSUPPORTED", "g1"),
-    ("gamma", MM_INFO): ("ERROR", "g1"),
+    ("alpha", OK, "tcp"): ("ERROR", "a3"),
+    ("alpha", UNSUP, "tcp"): ("FAILED", "a2"),
+    ("alpha", INTERVAL, "tcp"): ("PASSED", "a3"),
+    ("alpha", INFO, "tcp"): ("INFORMATIONAL", "a2"),
+    ("beta", OK, "tcp"): ("PASSED", "b1"),
+    ("beta", UNSUP, "tcp"): ("PASSED", "b1"),
+    ("beta", INTERVAL, "tcp"): ("NON-STRICT", "b1"),  # one cell per transport: neither grade hides the other
+    ("beta", INTERVAL, "ws"): ("PASSED", "b1"),
+    ("beta", INFO, "tcp"): ("INFORMATIONAL", "b1"),
+    ("gamma", HELLO, "tcp"): ("PASSED", "g1"),
+    ("gamma", LARGE, "tcp"): ("PASSED", "g1"),
+    ("gamma", OPTIONAL, "tcp"): ("UNSUPPORTED", "g1"),
+    ("gamma", MM_INFO, "tcp"): ("ERROR", "g1"),
 }

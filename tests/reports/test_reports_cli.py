@@ -51,10 +51,15 @@ def test_end_to_end_prints_the_summary(fixture_root: Path, tmp_path: Path) -> No
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     # Without a3 the latest alpha run is a2: version-unsupported FAILED, version-ok PASSED.
-    assert "alpha 1.0: non-compliant (PASSED 1, FAILED 1, NON-STRICT 1, INFORMATIONAL 1)" in run.stdout
-    assert "beta 2.0: compliant with non-strict findings" in run.stdout
+    # stmp has four MUST cases: the two recorded and two only the catalogue names, which nobody ran.
+    assert (
+        "alpha 1.0: non-compliant (MUST cases 4: 1 passed, 1 failed or error, 2 not tested; "
+        "cells: PASSED 1, FAILED 1, NON-STRICT 1, INFORMATIONAL 1)"
+    ) in run.stdout
+    assert "beta 2.0: not fully tested (MUST cases 4: 2 passed, 0 failed or error, 2 not tested;" in run.stdout
     assert "Against baseline a1: 1 regressions, 0 new passes" in run.stdout
-    assert "MUST coverage: rsio unknown" in run.stdout and "stmp 2/4 (50%)" in run.stdout
+    assert "MUST coverage (sentences a case ran for, any implementation): rsio unknown" in run.stdout
+    assert "stmp 2/4 tested (50%)" in run.stdout
     assert f"Matrix page: {out / 'matrix.html'}" in run.stdout
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["records"] == {"valid": 13, "invalid": 0, "files": 3}

@@ -30,7 +30,7 @@ from reports.summary_text import format_summary  # noqa: E402
 def test_matrix_holds_the_latest_run_per_implementation_and_case(report) -> None:
     _, out = report
     rows = read_json_table(out, "matrix")
-    assert {(r["implementation"], r["case"]): (r["grade"], r["run"]) for r in rows} == EXPECTED_MATRIX
+    assert {(r["implementation"], r["case"], r["transport"]): (r["grade"], r["run"]) for r in rows} == EXPECTED_MATRIX
     assert len(rows) == len(EXPECTED_MATRIX)
 
 
@@ -39,18 +39,26 @@ def test_compliance_levels_and_grade_counts(report) -> None:
     by_impl = {i["implementation"]: i for i in summary["implementations"]}
     assert {name: i["level"] for name, i in by_impl.items()} == {
         "alpha": "non-compliant",
-        "beta": "compliant with non-strict findings",
+        # Its SHOULD finding would make it "compliant with non-strict findings", but the stmp
+        # catalogue lists two MUST cases (not-in-any-run, x/other) that beta never ran.
+        "beta": "not fully tested",
         "gamma": "fully compliant",  # its ERROR is on an INFO case, UNSUPPORTED on a MAY case
+    }
+    # stmp MUST cases: version-ok and version-unsupported (recorded) and the two catalogued ones.
+    assert {name: i["must"] for name, i in by_impl.items()} == {
+        "alpha": {"mustCases": 4, "mustPassed": 0, "mustFailed": 2, "mustNotTested": 2, "mustNotApplicable": 0},
+        "beta": {"mustCases": 4, "mustPassed": 2, "mustFailed": 0, "mustNotTested": 2, "mustNotApplicable": 0},
+        "gamma": {"mustCases": 1, "mustPassed": 1, "mustFailed": 0, "mustNotTested": 0, "mustNotApplicable": 0},
     }
     nonzero = {name: {g: n for g, n in i["grades"].items() if n} for name, i in by_impl.items()}
     assert nonzero == {
         "alpha": {"ERROR": 1, "FAILED": 1, "PASSED": 1, "INFORMATIONAL": 1},
-        "beta": {"PASSED": 2, "NON-STRICT": 1, "INFORMATIONAL": 1},
+        "beta": {"PASSED": 3, "NON-STRICT": 1, "INFORMATIONAL": 1},
         "gamma": {"PASSED": 2, "UNSUPPORTED": 1, "ERROR": 1},
     }
     assert by_impl["alpha"]["version"] == "1.1"
     assert {g: n for g, n in summary["gradeCounts"].items() if n} == {
-        "PASSED": 5,
+        "PASSED": 6,
         "FAILED": 1,
         "NON-STRICT": 1,
         "INFORMATIONAL": 2,
@@ -103,17 +111,25 @@ def test_duration_median_and_p95(report) -> None:
 
 def test_must_coverage_from_the_catalogue(report) -> None:
     summary, out = report
-    cov = {c["protocol"]: c for c in summary["coverage"]}
-    stmp = cov["stmp"]
+    cov = {(c["protocol"], c["implementation"]): c for c in summary["coverage"]}
+    stmp = cov[("stmp", None)]
     assert (stmp["status"], stmp["mustTotal"], stmp["mustCovered"], stmp["mustUntestable"]) == ("known", 4, 2, 1)
     assert stmp["coverage"] == 0.5
     assert stmp["uncovered"] == ["STMP-2", "STMP-3"]
-    assert (cov["micromessage2"]["status"], cov["micromessage2"]["mustTotal"]) == ("unknown", None)
-    assert cov["rsio"]["status"] == "unknown" and "level must be one of" in cov["rsio"]["reason"]
-    assert {r["protocol"]: r["status"] for r in read_json_table(out, "coverage")} == {
-        "stmp": "known",
-        "micromessage2": "unknown",
-        "rsio": "unknown",
+    # alpha's version-ok cell is an ERROR: the case did not run, so STMP-1 is not tested on alpha.
+    assert (cov[("stmp", "alpha")]["mustCovered"], cov[("stmp", "alpha")]["uncovered"]) == (
+        1, ["STMP-1", "STMP-2", "STMP-3"],
+    )
+    assert cov[("stmp", "beta")]["uncovered"] == ["STMP-2", "STMP-3"]
+    assert (cov[("micromessage2", None)]["status"], cov[("micromessage2", None)]["mustTotal"]) == ("unknown", None)
+    rsio = cov[("rsio", None)]
+    assert rsio["status"] == "unknown" and "level must be one of" in rsio["reason"]
+    assert {(r["protocol"], r["implementation"]): r["status"] for r in read_json_table(out, "coverage")} == {
+        ("stmp", None): "known",
+        ("stmp", "alpha"): "known",
+        ("stmp", "beta"): "known",
+        ("micromessage2", None): "unknown",
+        ("rsio", None): "unknown",
     }
 
 
@@ -144,7 +160,7 @@ def test_outputs_on_disk(report, spark) -> None:
         "protocol=stmp",
     ]
     stmp = spark.read.parquet(str(out / "parquet" / "matrix")).where("protocol = 'stmp'")
-    assert stmp.count() == 8
+    assert stmp.count() == 9
     assert (out / "matrix.html").is_file()
 
 
@@ -171,3 +187,32 @@ def test_malformed_records_are_reported_with_path_and_line(spark, tmp_path: Path
 def test_inputs_must_exist(spark, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not-there"):
         run_report(spark, ReportOptions([str(tmp_path / "not-there")], tmp_path / "out"))
+
+
+def test_tcp_only_server_is_judged_on_tcp_and_unsupported_musts_are_not_tested(spark, tmp_path: Path) -> None:
+    """A target without WebSocket records every case NOT-APPLICABLE on ws (the plugin does so)."""
+    tcp_only = []
+    for case in (OK, UNSUP):
+        tcp_only.append(record("t1", "2026-03-01T10:00:00Z", "tcponly", "1", case, "PASSED"))
+        # Later than the tcp record, so neither the time nor the grade order may pick it.
+        tcp_only.append(record("t1", "2026-03-01T10:00:05Z", "tcponly", "1", case, "NOT-APPLICABLE", transport="ws"))
+    declines = [
+        record("d1", "2026-03-01T11:00:00Z", "declines", "1", OK, "PASSED"),
+        record("d1", "2026-03-01T11:00:01Z", "declines", "1", UNSUP, "UNSUPPORTED"),
+    ]
+    runs = [write_run(tmp_path / "runs", "t1", tcp_only), write_run(tmp_path / "runs", "d1", declines)]
+    out = tmp_path / "out"
+    options = ReportOptions([str(r) for r in runs], out, requirements_dir=None, spec_root=None)
+    summary = run_report(spark, options)
+    by_impl = {i["implementation"]: i for i in summary["implementations"]}
+    assert by_impl["tcponly"]["level"] == "fully compliant"
+    assert {g: n for g, n in by_impl["tcponly"]["grades"].items() if n} == {"PASSED": 2, "NOT-APPLICABLE": 2}
+    assert by_impl["tcponly"]["must"]["mustPassed"] == 2
+    # Nothing failed, but one MUST case did not run: no claim of full compliance.
+    assert by_impl["declines"]["level"] == "not fully tested"
+    assert by_impl["declines"]["must"]["mustNotTested"] == 1
+    cells = {(r["implementation"], r["case"], r["transport"]): r["grade"] for r in read_json_table(out, "matrix")}
+    assert cells[("tcponly", OK, "tcp")] == "PASSED" and cells[("tcponly", OK, "ws")] == "NOT-APPLICABLE"
+    levels = {(r["implementation"], r["protocol"]): r["level"] for r in read_json_table(out, "compliance")}
+    assert levels == {("tcponly", "stmp"): "fully compliant", ("declines", "stmp"): "not fully tested"}
+    assert "tcponly 1: fully compliant (MUST cases 2: 2 passed" in format_summary(summary)
