@@ -13,6 +13,11 @@ What "verbatim" allows, and nothing more:
   straight ones. Letters, case and every other character must match.
 - " ... " (an ellipsis with a space on both sides) elides text: each piece must be
   found, in order, after the previous one. "(...)" with no spaces is literal.
+
+A scenario's `profile:` sentence quotes our own profile docs (docs/profiles), not a
+spec, and is looser: any "..." elides (profile sentences shorten parentheses, as in
+"server hello (...)"), and the pieces may sit anywhere in the doc, since one
+sentence often joins two rules the doc states apart.
 """
 
 from __future__ import annotations
@@ -57,3 +62,8 @@ def unquoted_pieces(quote: str, text: str) -> list[str]:
         else:
             start = at + len(wanted)
     return missing
+
+
+def missing_profile_pieces(sentence: str, doc: str) -> list[str]:
+    """The pieces of a `profile:` sentence absent from the normalised profile `doc`."""
+    return [piece.strip() for piece in sentence.split("...") if normalise(piece) and normalise(piece) not in doc]
