@@ -72,3 +72,8 @@ def test_page_quotes_its_spec_verbatim(protocol: str) -> None:
     text = spec_text(spec_file)
     wrong = {quote: gaps for quote in quotes if (gaps := unquoted_pieces(quote, text))}
     assert not wrong, f"{protocol}.md quotes text that is not in {spec_file}: {wrong}"
+
+
+def test_blockquotes_joins_wrapped_lines_and_separates_quotes() -> None:
+    markdown = "text\n> first line\n> second line\n\n> another\nmore text\n"
+    assert blockquotes(markdown) == ["first line second line", "another"]
