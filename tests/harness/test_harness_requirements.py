@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.paths import docs_dir
+from conformance.paths import docs_dir, scenarios_dir
+from spec_quotes import spec_text, unquoted_pieces
 from suite_helpers import all_cases
 
 CATALOGUES = sorted((docs_dir() / "requirements").glob("*.yaml"))
@@ -30,18 +31,20 @@ def test_catalogue_is_consistent_with_the_scenarios(path: Path) -> None:
     assert not orphans, f"cases tied to no requirement: {sorted(orphans)}"
 
 
-SPECS = Path(__file__).resolve().parents[3] / "shared" / "specs"
-
-
 @pytest.mark.parametrize("path", CATALOGUES, ids=[p.stem for p in CATALOGUES])
 def test_every_spec_sentence_is_quoted_from_the_spec(path: Path) -> None:
     doc = yaml.safe_load(path.read_text())
-    spec = SPECS / doc["spec"]
-    if not spec.exists():
-        pytest.skip(f"the shared spec {doc['spec']} is not beside this checkout")
-    # the spec text breaks lines inside sentences: compare with all white space removed
-    text = "".join(spec.read_text().split()).lower()
-    for req in doc["requirements"]:
-        for piece in req["text"].split("..."):
-            words = "".join(piece.replace("\\", "").split()).lower().strip('":')
-            assert words[:40] in text, f"{req['id']}: not found in {doc['spec']}: {words[:40]!r}"
+    text = spec_text(doc["spec"])
+    wrong = {req["id"]: missing for req in doc["requirements"] if (missing := unquoted_pieces(req["text"], text))}
+    assert not wrong, f"not verbatim in {doc['spec']}: {wrong}"
+
+
+SCENARIO_FILES = sorted(scenarios_dir().glob("*/*.yaml"))
+
+
+@pytest.mark.parametrize("path", SCENARIO_FILES, ids=[f"{p.parent.name}/{p.stem}" for p in SCENARIO_FILES])
+def test_every_scenario_spec_quote_is_verbatim(path: Path) -> None:
+    doc = yaml.safe_load(path.read_text())
+    text = spec_text(doc["spec_file"])
+    wrong = {case["id"]: missing for case in doc["cases"] if (missing := unquoted_pieces(case["spec"], text))}
+    assert not wrong, f"not verbatim in {doc['spec_file']}: {wrong}"
