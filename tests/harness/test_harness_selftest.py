@@ -76,3 +76,18 @@ def test_a_bug_no_case_catches_fails_the_selftest(monkeypatch, capsys) -> None:
 
 def test_an_unknown_protocol_is_a_usage_error() -> None:
     assert selftest(argparse.Namespace(protocols=["nope"], bug=[], exhaustive=False)) == 2
+
+
+def test_the_readme_table_counts_every_catalogued_bug() -> None:
+    import re
+    names = {"STMP": "stmp", "Micromessage2": "micromessage2", "rsio": "rsio", "mc0": "mc0", "11/MTL": "mtl"}
+    readme = (ROOT / "README.md").read_text()
+    for label, protocol in names.items():
+        row = re.search(rf"^\| {re.escape(label)} \| (\d+) of (\d+) \| (?:(\d+) of (\d+)|\(no client-role cases\)) \|$",
+                        readme, flags=re.M)
+        assert row, f"no detection-power row for {label}"
+        entries = catalog(protocol)
+        servers = sum(e.role == "server" for e in entries)
+        clients = sum(e.role == "client" for e in entries)
+        assert int(row[2]) == servers and int(row[1]) == servers
+        assert (int(row[4]) if row[4] else 0) == clients and (int(row[3]) if row[3] else 0) == clients
