@@ -23,6 +23,8 @@ def test_full_matrix_every_reference_image_passes(docker_engine, tmp_path: Path)
     assert {protocol for _, protocol in references} == {"stmp", "micromessage2", "rsio", "mc0", "mtl"}
     for key, pair in references.items():
         assert pair["outcome"] == "passed", (key, pair["grades"], run.stdout[-3000:])
+        # --strict clean: a correct implementation has no SHOULD findings either
+        assert not pair["grades"].get("NON-STRICT"), (key, pair["grades"])
     third = pairs[("conformance-thirdparty-pyzmq-mc0", "mc0")]
     assert third["outcome"] in ("passed", "flaky", "failing") and sum(third["grades"].values()) >= 40
     assert run.returncode == 0, run.stdout[-3000:]
