@@ -46,9 +46,21 @@ def _serve(args: argparse.Namespace) -> int:
         return 0
 
 
+def _unknown_protocol(command: str, protocols: list[str]) -> str | None:
+    """The usage error for the first name that is not a protocol of this build, if any."""
+    known = available()
+    for name in protocols:
+        if name not in known:
+            return f"conformance {command}: unknown protocol {name!r}; the protocols are: {', '.join(known)}"
+    return None
+
+
 def _run(args: argparse.Namespace, extra: list[str]) -> int:
     import pytest
     protocols = available() if args.protocols == ["all"] else args.protocols
+    if error := _unknown_protocol("run", protocols):
+        print(error + " (or all)", file=sys.stderr)
+        return 2
     folders = []
     for protocol in protocols:
         folder = scenarios_dir() / protocol
@@ -86,6 +98,9 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
 def _cases(args: argparse.Namespace) -> int:
     from conformance.scenario.loader import BrokenCase, ScenarioError, load_file
     protocols = args.protocols or available()
+    if error := _unknown_protocol("cases", protocols):
+        print(error, file=sys.stderr)
+        return 2
     status = 0
     for protocol in protocols:
         for path in sorted((scenarios_dir() / protocol).glob("*.yaml")):
