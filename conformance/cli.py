@@ -212,12 +212,25 @@ def _delegated(name: str):
 DELEGATED = ("report", "images", "matrix")
 
 
+def _run_delegated(name: str, argv: list[str]) -> int:
+    from conformance.extras import missing_extra
+    try:
+        return _delegated(name)(argv)
+    except ModuleNotFoundError as exc:
+        # modules of these commands are imported lazily, some only once work has begun
+        error = missing_extra(exc, name, f"conformance {name}")
+        if error is None:
+            raise
+        print(error, file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] and argv[0] in DELEGATED:
         # before argparse: these commands own their whole command line (argparse.REMAINDER
         # would refuse one that starts with an option)
-        return _delegated(argv[0])(argv[1:])
+        return _run_delegated(argv[0], argv[1:])
     extra: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
