@@ -158,15 +158,20 @@ def _top_keys(path: Path) -> dict[str, str]:
 
 
 def _is_scenario(path: Path, session: pytest.Session | None = None) -> bool:
-    """A YAML file under a scenarios/ folder, one given on the command line, or any with a scenario's shape.
+    """A YAML file under a scenarios/ folder, or anywhere with a scenario's top-level keys.
 
-    Other YAML met while walking a folder (the project's own test data, CI files) is left alone.
+    Other YAML met while walking a folder (CI files, other plugins' YAML tests) is left alone. A
+    file named on the command line needs only one of the keys, so that a scenario file missing
+    the other is reported as broken rather than silently not collected.
     """
     if path.suffix not in (".yaml", ".yml") or path.name.startswith("_"):
         return False
-    if "scenarios" in path.parts or (session is not None and session.isinitpath(path)):
+    if "scenarios" in path.parts:
         return True
-    return {"protocol", "cases"} <= _top_keys(path).keys()
+    keys = _top_keys(path).keys() & {"protocol", "cases"}
+    if session is not None and session.isinitpath(path):
+        return bool(keys)
+    return keys == {"protocol", "cases"}
 
 
 def _is_vector(path: Path) -> bool:

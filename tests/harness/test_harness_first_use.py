@@ -90,3 +90,19 @@ def test_a_file_outside_scenarios_has_its_frames_checked_against_its_protocol(tm
     result = run([sys.executable, "-m", "pytest", str(own), "-q", "-p", "no:cacheprovider"], cwd=tmp_path)
     assert result.returncode == 1
     assert "versionz" in result.stdout
+
+
+def test_other_yaml_named_on_the_command_line_is_left_to_other_plugins(tmp_path: Path) -> None:
+    other = tmp_path / "test_api.tavern.yaml"
+    other.write_text("test_name: get the index\nstages:\n  - name: index\n")
+    result = run([sys.executable, "-m", "pytest", str(other), "-q", "-p", "no:cacheprovider"], cwd=tmp_path)
+    assert "broken scenario" not in result.stdout + result.stderr
+    assert result.returncode == 4  # pytest's own "found no collectors": no plugin here reads such files
+
+
+def test_a_scenario_file_named_on_the_command_line_without_cases_is_reported_broken(tmp_path: Path) -> None:
+    own = tmp_path / "mine.yaml"
+    own.write_text(OWN_CASE.replace("cases:", "case:"))
+    result = run([sys.executable, "-m", "pytest", str(own), "-q", "-p", "no:cacheprovider"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert "mine.yaml::<file> - broken scenario" in result.stdout
