@@ -5,9 +5,15 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-PY="${PYTHON:-python3}"
-if ! "$PY" -c "import sys; sys.exit(sys.version_info < (3, 11))" >/dev/null 2>&1; then
-  echo "setup: Python 3.11 or newer is needed as ${PY} (set PYTHON=... to choose another)" >&2
+new_enough() { "$1" -c "import sys; sys.exit(sys.version_info < (3, 11))" >/dev/null 2>&1; }
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for candidate in python3 python3.13 python3.12 python3.11; do
+    if new_enough "$candidate"; then PY="$candidate"; break; fi
+  done
+fi
+if [ -z "$PY" ] || ! new_enough "$PY"; then
+  echo "setup: no Python 3.11 or newer found${PY:+ as $PY}: install one (Debian: apt-get install python3 python3-venv), or set PYTHON=..." >&2
   exit 1
 fi
 PYTHON="$PY" bash scripts/system-deps.sh main

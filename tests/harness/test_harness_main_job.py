@@ -115,3 +115,19 @@ def test_report_without_java_is_one_line(bin_dir: Path, tmp_path: Path) -> None:
                            str(tmp_path / "out")], env=bare_env(bin_dir), capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "Java" in done.stderr, done.stderr[-3000:]
+
+
+def test_setup_refuses_a_python_older_than_3_11_in_one_line(bin_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "clone"
+    (copy / "scripts").mkdir(parents=True)
+    for name in ("setup.sh", "system-deps.sh"):
+        (copy / "scripts" / name).write_text((ROOT / "scripts" / name).read_text())
+    stub(bin_dir, "python3", 'case "$*" in *version_info*) exit 1;; esac; exit 0')  # an old python3
+    env = {**bare_env(bin_dir)}
+    del env["PYTHON"]
+    done = subprocess.run([BASH, str(copy / "scripts" / "setup.sh")], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "3.11" in lines[0], done.stderr
+    assert not (copy / ".venv").exists()
