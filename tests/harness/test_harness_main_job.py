@@ -6,6 +6,7 @@ The whole job is too slow to run here; these run its pieces with stubbed program
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -123,6 +124,7 @@ def test_setup_refuses_a_python_older_than_3_11_in_one_line(bin_dir: Path, tmp_p
     for name in ("setup.sh", "system-deps.sh"):
         (copy / "scripts" / name).write_text((ROOT / "scripts" / name).read_text())
     stub(bin_dir, "python3", 'case "$*" in *version_info*) exit 1;; esac; exit 0')  # an old python3
+    (bin_dir / "dirname").symlink_to(shutil.which("dirname"))
     env = {**bare_env(bin_dir)}
     del env["PYTHON"]
     done = subprocess.run([BASH, str(copy / "scripts" / "setup.sh")], env=env, capture_output=True, text=True,
