@@ -47,9 +47,21 @@ def _serve(args: argparse.Namespace) -> int:
         return 0
 
 
+def _unknown_protocol(command: str, protocols: list[str]) -> str | None:
+    """The usage error for the first name that is not a protocol of this build, if any."""
+    known = available()
+    for name in protocols:
+        if name not in known:
+            return f"conformance {command}: unknown protocol {name!r}; the protocols are: {', '.join(known)}"
+    return None
+
+
 def _run(args: argparse.Namespace, extra: list[str]) -> int:
     import pytest
     protocols = available() if args.protocols == ["all"] else args.protocols
+    if error := _unknown_protocol("run", protocols):
+        print(error + " (or all)", file=sys.stderr)
+        return 2
     folders = []
     for protocol in protocols:
         folder = scenarios_dir() / protocol
@@ -87,6 +99,9 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
 def _cases(args: argparse.Namespace) -> int:
     from conformance.scenario.loader import BrokenCase, ScenarioError, load_file
     protocols = args.protocols or available()
+    if error := _unknown_protocol("cases", protocols):
+        print(error, file=sys.stderr)
+        return 2
     status = 0
     for protocol in protocols:
         for path in sorted((scenarios_dir() / protocol).glob("*.yaml")):
@@ -202,12 +217,25 @@ def _delegated(name: str):
 DELEGATED = ("report", "images", "matrix")
 
 
+def _run_delegated(name: str, argv: list[str]) -> int:
+    from conformance.extras import missing_extra
+    try:
+        return _delegated(name)(argv)
+    except ModuleNotFoundError as exc:
+        # modules of these commands are imported lazily, some only once work has begun
+        error = missing_extra(exc, name, f"conformance {name}")
+        if error is None:
+            raise
+        print(error, file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] and argv[0] in DELEGATED:
         # before argparse: these commands own their whole command line (argparse.REMAINDER
         # would refuse one that starts with an option)
-        return _delegated(argv[0])(argv[1:])
+        return _run_delegated(argv[0], argv[1:])
     extra: list[str] = []
     if "--" in argv:
         cut = argv.index("--")

@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import asyncio
 
+from conformance.extras import missing_extra
 from conformance.targets import TCP_CARRIED, ClientLauncher, Target, TargetError
 
 
 class DockerTarget(Target):
     def __init__(self, image: str, name: str | None = None) -> None:
+        try:
+            import conformance.images.container  # noqa: F401  (checked here: a usage error, not a case ERROR)
+        except ModuleNotFoundError as exc:
+            error = missing_extra(exc, "images", "a docker:IMAGE target")
+            if error is None:
+                raise
+            raise TargetError(str(error)) from None
         self.spec = f"docker:{image}"
         self.image = image
         self.name = name or image.rsplit("/", 1)[-1].split(":", 1)[0]

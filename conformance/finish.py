@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+
+from conformance.extras import missing_extra
 
 
 def summarize(records: Path) -> Counter:
@@ -25,27 +25,27 @@ def summarize(records: Path) -> Counter:
 
 
 def allure_html(results: Path, out: Path, history: Path) -> str:
+    from reports.allure import AllureFailed, AllureUnavailable, generate
     try:
-        from reports.allure import generate
-    except ImportError:
-        generate = None
-    if generate is not None:
         generate([results], out, history)
-        return f"{out / 'index.html'} (served) and {out / 'offline.html'} (opens from disk)"
-    if shutil.which("npx") is None:
-        return "skipped (npx not found)"
-    proc = subprocess.run(["npx", "--no-install", "allure", "generate", str(results), "-o", str(out)],
-                          capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        return f"failed: {proc.stderr.strip()[-500:]}"
-    return str(out / "index.html")
+    except AllureUnavailable as exc:
+        return f"skipped ({exc})"
+    except AllureFailed as exc:
+        return f"failed ({exc})"
+    return f"{out / 'index.html'} (served) and {out / 'offline.html'} (opens from disk)"
 
 
 def compliance(runs: list[Path], out: Path) -> str:
     try:
         from reports.cli import main as report_main
-    except ImportError as exc:
-        return f"skipped ({exc})"
+        from reports.spark_session import java_problem
+    except ModuleNotFoundError as exc:
+        error = missing_extra(exc, "report", "the compliance report")
+        if error is None:
+            raise
+        return f"skipped ({error})"
+    if problem := java_problem():
+        return f"skipped ({problem})"
     code = report_main(["--input", *map(str, runs), "--out", str(out)])
     return str(out / "matrix.html") if code == 0 else f"failed (exit {code})"
 

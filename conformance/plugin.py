@@ -12,6 +12,7 @@ is in the records (--records) and the terminal summary.
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 from conformance.grading import Grade
 from conformance.protocols import adapter_for
 from conformance.records import RecordWriter, new_run_id, utc_now
-from conformance.scenario.loader import BrokenCase, Case, ScenarioError, load_file
+from conformance.scenario.loader import MAX_FILE_BYTES, BrokenCase, Case, ScenarioError, load_file
 from conformance.scenario.runner import CaseRunner
 from conformance.targets import Target, TargetError, parse_target, probe_endpoint
 from conformance.vectors.check import VectorFileError, adapter_for as vector_adapter, check_test, load_vector_file
@@ -143,8 +144,34 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.close()
 
 
-def _is_scenario(path: Path) -> bool:
-    return path.suffix in (".yaml", ".yml") and "scenarios" in path.parts and not path.name.startswith("_")
+_TOP_KEY = re.compile(rb"^(protocol|cases):[ \t]*([^\s#]*)", re.MULTILINE)
+
+
+def _top_keys(path: Path) -> dict[str, str]:
+    """The file's top-level `protocol:` and `cases:` keys (and protocol's value), read without parsing YAML."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(MAX_FILE_BYTES)
+    except OSError:
+        return {}
+    return {key.decode(): value.decode("utf-8", "replace").strip("'\"") for key, value in _TOP_KEY.findall(head)}
+
+
+def _is_scenario(path: Path, session: pytest.Session | None = None) -> bool:
+    """A YAML file under a scenarios/ folder, or anywhere with a scenario's top-level keys.
+
+    Other YAML met while walking a folder (CI files, other plugins' YAML tests) is left alone. A
+    file named on the command line needs only one of the keys, so that a scenario file missing
+    the other is reported as broken rather than silently not collected.
+    """
+    if path.suffix not in (".yaml", ".yml") or path.name.startswith("_"):
+        return False
+    if "scenarios" in path.parts:
+        return True
+    keys = _top_keys(path).keys() & {"protocol", "cases"}
+    if session is not None and session.isinitpath(path):
+        return bool(keys)
+    return keys == {"protocol", "cases"}
 
 
 def _is_vector(path: Path) -> bool:
@@ -152,7 +179,7 @@ def _is_vector(path: Path) -> bool:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
-    if _is_scenario(file_path):
+    if _is_scenario(file_path, parent.session):
         return ScenarioYamlFile.from_parent(parent, path=file_path)
     if _is_vector(file_path):
         return VectorJsonFile.from_parent(parent, path=file_path)
@@ -165,6 +192,8 @@ class ScenarioYamlFile(pytest.File):
     def collect(self):
         try:
             protocol = self.path.parent.name
+            if protocol not in _protocols_present():  # a file outside scenarios/<protocol>/
+                protocol = _top_keys(self.path).get("protocol", "")
             check = adapter_for(protocol).frame_check if protocol in _protocols_present() else None
             loaded = load_file(self.path, check)
         except ScenarioError as exc:

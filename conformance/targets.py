@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -159,6 +160,19 @@ def probe_endpoint(url: str) -> None:
                           "checked once, every case on this endpoint is ERROR") from None
 
 
+def find_program(name: str) -> str | None:
+    """`name` on PATH, or among the scripts installed beside the running suite.
+
+    `cmd:conformance serve ...` then works from `.venv/bin/conformance run` without the venv
+    activated: the user means the same installation's `conformance`.
+    """
+    found = shutil.which(name)
+    if found is not None or os.sep in name:
+        return found
+    beside = os.pathsep.join(dict.fromkeys([sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]))
+    return shutil.which(name, path=beside)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -201,8 +215,10 @@ class CommandTarget(Target):
     def _spawn(self, transport: str):
         port = free_port()
         argv = shlex.split(self.command.replace("{port}", str(port)).replace("{transport}", transport))
-        if not argv or shutil.which(argv[0]) is None:
+        program = find_program(argv[0]) if argv else None
+        if program is None:
             raise TargetError(f"cannot start {argv[0] if argv else self.command!r}: no such program")
+        argv[0] = program
         output = tempfile.TemporaryFile()
         try:
             proc = subprocess.Popen(_dies_with_us(argv), stdout=output, stderr=subprocess.STDOUT,
@@ -265,6 +281,7 @@ def command_client_launcher(template: str) -> ClientLauncher:
 
     async def launch(testcase: str, url: str) -> int:
         argv = shlex.split(template.replace("{url}", url).replace("{testcase}", testcase))
+        argv[0] = find_program(argv[0]) or argv[0]
         proc = await asyncio.create_subprocess_exec(*_dies_with_us(argv), stdin=subprocess.DEVNULL,
                                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -284,7 +301,7 @@ def check_client_command(template: str) -> None:
         raise TargetError(f"--target-client {template!r}: {exc}") from None
     if "{url}" not in template:
         raise TargetError(f"--target-client {template!r} needs a {{url}} placeholder (and usually {{testcase}})")
-    if not argv or shutil.which(argv[0]) is None:
+    if not argv or find_program(argv[0]) is None:
         raise TargetError(f"--target-client: cannot run {argv[0] if argv else template!r}: no such program")
 
 

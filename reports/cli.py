@@ -11,11 +11,12 @@ from pathlib import Path
 
 from reports.baseline import BaselineError
 from reports.pipeline import InputError, ReportOptions, run_report
-from reports.spark_session import build_session
+from reports.spark_session import build_session, java_problem
 from reports.summary_text import format_summary
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
+EXIT_NO_JAVA = 2
 
 
 def parser() -> argparse.ArgumentParser:
@@ -53,6 +54,10 @@ def main(argv: list[str]) -> int:
     if missing:
         print(f"conformance report: inputs not found: {', '.join(missing)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+    if problem := java_problem():
+        print(f"conformance report: {problem}", file=sys.stderr)
+        return EXIT_NO_JAVA
 
     options = ReportOptions(inputs=args.input, out=args.out, baseline=args.baseline)
     if args.requirements is not None:

@@ -3,11 +3,30 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 LOCAL_SHUFFLE_PARTITIONS = 8
+
+
+def java_problem() -> str | None:
+    """Why Spark's JVM cannot start here, in one line; None when a java is there to start.
+
+    PySpark's launcher runs $JAVA_HOME/bin/java when JAVA_HOME is set, else the java on PATH;
+    without one it dies with a JAVA_GATEWAY_EXITED traceback that names neither.
+    """
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        if os.access(Path(java_home) / "bin" / "java", os.X_OK):
+            return None
+        return f"JAVA_HOME={java_home} has no bin/java: point it at a Java runtime (17 or newer)"
+    if shutil.which("java"):
+        return None
+    return ("no Java runtime for PySpark: install Java 17 or newer "
+            "(Debian: apt-get install default-jre-headless, or run scripts/system-deps.sh as root)")
 
 
 def build_session(

@@ -1,15 +1,43 @@
 #!/usr/bin/env bash
-# System packages the tests need beyond Python and npm: headless Chromium for the browser
-# tests of the reports. Installed from Debian when missing (needs root; skipped otherwise,
-# and the browser tests then skip, or fail under CI=true).
+# System packages the project needs beyond Python, from the distribution's own packages:
+#   main: venv's pip for Python (python3-venv), a Java runtime for PySpark (the compliance
+#         report), Node.js with npm for the Allure 3 CLI (the HTML report);
+#   test: the same, and headless Chromium for the browser tests of the reports.
+# Installed when missing and this is root with apt-get. Otherwise one line says what to install,
+# and the steps that need it say "skipped" (the browser tests skip, or fail under CI=true).
+# usage: system-deps.sh [main|test]
 set -euo pipefail
-if command -v chromium >/dev/null 2>&1; then
+role="${1:-main}"
+PY="${PYTHON:-python3}"
+
+missing=()
+"$PY" -c "import ensurepip, venv" >/dev/null 2>&1 || missing+=(python3-venv)
+# PySpark starts $JAVA_HOME/bin/java when JAVA_HOME is set, else the java on PATH
+if [ -n "${JAVA_HOME:-}" ]; then
+  [ -x "$JAVA_HOME/bin/java" ] || missing+=(default-jre-headless)
+else
+  command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+fi
+command -v npx >/dev/null 2>&1 || missing+=(npm)
+browser=()
+if [ "$role" = test ]; then
+  command -v chromium >/dev/null 2>&1 || browser+=(chromium)
+fi
+if [ "${#missing[@]}" -eq 0 ] && [ "${#browser[@]}" -eq 0 ]; then
   exit 0
 fi
+
+all=("${missing[@]}" "${browser[@]}")
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "system-deps: chromium missing and cannot be installed here (need root and apt-get)" >&2
+  echo "system-deps: missing ${all[*]} (cannot install here: need root and apt-get); install them, e.g. sudo apt-get install ${all[*]}" >&2
   exit 0
 fi
-echo "system-deps: installing chromium"
+echo "system-deps: installing ${all[*]}"
 apt-get update -q
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+if [ "${#missing[@]}" -gt 0 ]; then
+  # recommends would bring compilers (npm) and desktop pieces (the JRE) that nothing here uses
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+if [ "${#browser[@]}" -gt 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${browser[@]}"
+fi

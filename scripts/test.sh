@@ -5,7 +5,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 source scripts/setup.sh
-bash scripts/system-deps.sh
+bash scripts/system-deps.sh test
 export PYTHONHASHSEED=0
 mkdir -p out/test
 set +e

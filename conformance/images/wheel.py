@@ -24,8 +24,7 @@ def build_project_wheel(project_dir: Path, out_dir: Path) -> Path:
     """Builds from a copy so setuptools' build/ and *.egg-info never land in the checkout."""
     with tempfile.TemporaryDirectory(prefix="conformance-src-") as workdir:
         source = copy_project(project_dir, Path(workdir) / "src")
-        # Isolation would fetch setuptools from the index on every build; reuse ours when we have it.
-        isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+        isolation = [] if needs_build_isolation() else ["--no-build-isolation"]
         command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--disable-pip-version-check",
                    *isolation, "--wheel-dir", str(out_dir), str(source)]
         env = {**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH}
@@ -40,6 +39,21 @@ def build_project_wheel(project_dir: Path, out_dir: Path) -> Path:
     if len(wheels) != 1:
         raise ImageBuildError(f"expected one project wheel in {out_dir}, found {[w.name for w in wheels]}")
     return wheels[0]
+
+
+def needs_build_isolation() -> bool:
+    """Isolation fetches setuptools from the index on every build: skipped when this interpreter can build.
+
+    A fresh venv's setuptools may predate its own bdist_wheel (70.1) and have no `wheel` beside it
+    ("invalid command 'bdist_wheel'"), and from Python 3.12 on a venv has no setuptools at all.
+    """
+    setuptools = importlib.util.find_spec("setuptools")
+    if setuptools is None:
+        return True
+    # looked up on disk: importing setuptools here would patch distutils for the whole process
+    own_bdist_wheel = any((Path(folder) / "command" / "bdist_wheel.py").is_file()
+                          for folder in setuptools.submodule_search_locations or ())
+    return not (own_bdist_wheel or importlib.util.find_spec("wheel") is not None)
 
 
 def copy_project(project_dir: Path, target: Path) -> Path:

@@ -166,21 +166,28 @@ def check_file(path: Path) -> list[VectorOutcome]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="conformance vectors check", description=__doc__)
     parser.add_argument("paths", nargs="*", type=Path, help="files or folders (default: all vectors)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print failures and the total only")
+    volume = parser.add_mutually_exclusive_group()
+    volume.add_argument("-q", "--quiet", action="store_true", help="print failures and the total only")
+    volume.add_argument("-v", "--verbose", action="store_true", help="also print every vector that passed")
     args = parser.parse_args(argv)
     paths = args.paths or [vectors_dir()]
     total = failed = 0
     for path in iter_vector_files(paths):
-        for outcome in check_file(path):
-            total += 1
+        outcomes = check_file(path)
+        file_failed = 0
+        for outcome in outcomes:
             if not outcome.ok:
-                failed += 1
+                file_failed += 1
                 print(f"FAIL {outcome.name}: {outcome.detail}")
-            elif not args.quiet:
+            elif args.verbose:
                 print(f"ok   {outcome.name}")
+        if not args.quiet:
+            status = "FAIL" if file_failed else "ok  "
+            print(f"{status} {path}: {len(outcomes) - file_failed} passed, {file_failed} failed")
+        total += len(outcomes)
+        failed += file_failed
     print(f"vectors: {total - failed} passed, {failed} failed")
     return 1 if failed or total == 0 else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

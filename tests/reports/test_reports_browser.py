@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[reports]")
+pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[report]")
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

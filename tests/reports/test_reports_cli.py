@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[reports]")
+pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[report]")
 
 from reports.cli import main, parser  # noqa: E402
 

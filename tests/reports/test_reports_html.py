@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[reports]")
+pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[report]")
 
 from report_fixtures import EXPECTED_MATRIX  # noqa: E402
 

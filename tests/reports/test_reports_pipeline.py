@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[reports]")
+pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[report]")
 
 from report_fixtures import (  # noqa: E402
     EXPECTED_MATRIX,

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[reports]")
+pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[report]")
 
 from report_fixtures import record  # noqa: E402
 

@@ -1,0 +1,135 @@
+"""The main job's set-up and last step on a machine that lacks Java, Node/npm or root.
+
+The whole job is too slow to run here; these run its pieces with stubbed programs on PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SYSTEM_DEPS = ROOT / "scripts" / "system-deps.sh"
+BASH = "/bin/bash"
+
+
+def stub(folder: Path, name: str, body: str = "exit 0") -> None:
+    path = folder / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def bare_env(path: Path, **extra: str) -> dict[str, str]:
+    """PATH holds only `path`: no java, npx or apt-get unless stubbed there."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
+    return {**env, "PATH": str(path), "PYTHONPATH": str(ROOT), "PYTHON": sys.executable, **extra}
+
+
+@pytest.fixture
+def bin_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    return folder
+
+
+def system_deps(bin_dir: Path, role: str, uid: int) -> tuple[subprocess.CompletedProcess, list[str]]:
+    calls = bin_dir.parent / "apt-calls"
+    stub(bin_dir, "id", f"echo {uid}")
+    stub(bin_dir, "apt-get", f'echo "$*" >> {calls}')
+    done = subprocess.run([BASH, str(SYSTEM_DEPS), role], env=bare_env(bin_dir), capture_output=True,
+                          text=True, timeout=60)
+    return done, calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_as_root_the_missing_java_and_npm_come_from_the_distribution(bin_dir: Path) -> None:
+    done, calls = system_deps(bin_dir, "main", uid=0)
+    assert done.returncode == 0, done.stderr
+    assert calls[0].startswith("update")
+    installs = [c.split() for c in calls if c.startswith("install")]
+    assert len(installs) == 1
+    assert {"default-jre-headless", "npm"} <= set(installs[0]) and "chromium" not in installs[0]
+
+
+def test_the_test_role_adds_chromium(bin_dir: Path) -> None:
+    stub(bin_dir, "java")
+    stub(bin_dir, "npx")
+    done, calls = system_deps(bin_dir, "test", uid=0)
+    assert done.returncode == 0, done.stderr
+    installed = [word for c in calls if c.startswith("install") for word in c.split()]
+    assert "chromium" in installed and "npm" not in installed and "default-jre-headless" not in installed
+
+
+def test_without_root_one_line_says_what_to_install(bin_dir: Path) -> None:
+    done, calls = system_deps(bin_dir, "main", uid=1000)
+    assert done.returncode == 0 and calls == []
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "default-jre-headless" in lines[0] and "npm" in lines[0], done.stderr
+
+
+def test_nothing_is_installed_when_everything_is_there(bin_dir: Path) -> None:
+    for program in ("java", "npx", "chromium"):
+        stub(bin_dir, program)
+    done, calls = system_deps(bin_dir, "test", uid=0)
+    assert (done.returncode, done.stdout, done.stderr, calls) == (0, "", "", [])
+
+
+def test_a_java_home_without_java_counts_as_missing(bin_dir: Path, tmp_path: Path) -> None:
+    stub(bin_dir, "java")  # on PATH, but PySpark would start $JAVA_HOME/bin/java
+    stub(bin_dir, "npx")
+    stub(bin_dir, "id", "echo 1000")
+    env = bare_env(bin_dir, JAVA_HOME=str(tmp_path / "no-jdk"))
+    done = subprocess.run([BASH, str(SYSTEM_DEPS), "main"], env=env, capture_output=True, text=True, timeout=60)
+    assert "default-jre-headless" in done.stderr
+
+
+def finish(bin_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    run = tmp_path / "run"
+    (run / "allure-results").mkdir(parents=True)
+    (run / "records.jsonl").write_text('{"protocol": "stmp", "grade": "PASSED"}\n')
+    return subprocess.run([sys.executable, "-m", "conformance.finish", "--run", str(run), "--out", str(tmp_path / "out")],
+                          env=bare_env(bin_dir), capture_output=True, text=True, timeout=300)
+
+
+def test_finish_without_npx_or_java_skips_both_reports_in_one_line_each(bin_dir: Path, tmp_path: Path) -> None:
+    done = finish(bin_dir, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stdout + done.stderr
+    allure = [line for line in done.stdout.splitlines() if line.startswith("allure report:")]
+    report = [line for line in done.stdout.splitlines() if line.startswith("compliance report:")]
+    assert len(allure) == 1 and "skipped" in allure[0] and "npx" in allure[0]
+    assert len(report) == 1 and "skipped" in report[0] and "Java" in report[0]
+    assert "cases per grade" in done.stdout  # the summary still prints
+
+
+def test_report_without_java_is_one_line(bin_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[report]")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text("")
+    done = subprocess.run([sys.executable, "-m", "conformance.cli", "report", "--input", str(run), "--out",
+                           str(tmp_path / "out")], env=bare_env(bin_dir), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "Java" in done.stderr, done.stderr[-3000:]
+
+
+def test_setup_refuses_a_python_older_than_3_11_in_one_line(bin_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "clone"
+    (copy / "scripts").mkdir(parents=True)
+    for name in ("setup.sh", "system-deps.sh"):
+        (copy / "scripts" / name).write_text((ROOT / "scripts" / name).read_text())
+    stub(bin_dir, "python3", 'case "$*" in *version_info*) exit 1;; esac; exit 0')  # an old python3
+    (bin_dir / "dirname").symlink_to(shutil.which("dirname"))
+    env = {**bare_env(bin_dir)}
+    del env["PYTHON"]
+    done = subprocess.run([BASH, str(copy / "scripts" / "setup.sh")], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "3.11" in lines[0], done.stderr
+    assert not (copy / ".venv").exists()
