@@ -181,6 +181,7 @@ def test_connect_use_and_save(tmp_path) -> None:
     ("- connect: {channel: main, port: 1}\n", "already open"),
 ])
 def test_broken_channel_steps_are_errors(tmp_path, steps, message) -> None:
+    steps += "- expect_close: {within_ms: 100}\n"  # a case must grade something to load
     result = asyncio.run(_against_ref(_case(tmp_path, steps)))
     assert result.grade is Grade.ERROR and message in result.message, result.message
 
