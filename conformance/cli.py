@@ -186,7 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--to", required=True)
     proxy.add_argument("--listen", type=int, default=0)
     proxy.add_argument("--chunk", default=None, help="N bytes per write, or random")
-    proxy.add_argument("--delay-ms", type=int, default=0)
+    proxy.add_argument("--delay-ms", type=int, default=0,
+                       help="with --chunk: a pause between pieces; without: every read forwarded this late")
     proxy.add_argument("--cut-after", type=int, default=None)
     proxy.add_argument("--direction", choices=["to-target", "from-target", "both"], default="to-target")
 
