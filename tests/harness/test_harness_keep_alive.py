@@ -59,3 +59,9 @@ def test_keep_alive_cases_pace_at_most_every_second() -> None:
             for step in case.steps:
                 if "keep_alive" in step:
                     assert millis(step["keep_alive"].get("every_ms", "keepalive_ms"), params) <= 1000, case.id
+
+
+def test_a_misspelt_field_in_keep_alive_send_is_a_load_error() -> None:
+    case = {"steps": [{"keep_alive": {"send": {"kind": "ping", "kinde": 1}, "for_ms": 1000}}]}
+    problems = adapter_for("stmp").frame_check(case)
+    assert [path for path, _ in problems] == [("steps", 0, "keep_alive", "send", "kinde")], problems
