@@ -90,6 +90,8 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
         argv += ["-k", args.keyword]
     for param in args.param:
         argv.append(f"--param={param}")
+    if args.time_scale is not None:
+        argv.append(f"--time-scale={args.time_scale}")
     argv += ["-q", "-rfE"] + extra
     code = pytest.main(argv)
     print(f"results: {out / 'records.jsonl'}  junit: {out / 'junit.xml'}  allure-results: {out / 'allure-results'}")
@@ -142,6 +144,14 @@ def _proxy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _time_scale(text: str) -> float:
+    from conformance.scenario.timing import parse_time_scale
+    try:
+        return parse_time_scale(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number above 0, got {text!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="conformance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -176,7 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-k", dest="keyword", default=None, help="pytest -k expression, e.g. a case id")
     run.add_argument("--impl-name", default=None)
     run.add_argument("--impl-version", default="unknown")
-    run.add_argument("--param", action="append", default=[])
+    run.add_argument("--param", action="append", default=[], metavar="NAME=MS",
+                     help="a target timer or one of the suite's waits, e.g. silence_ms=1000")
+    run.add_argument("--time-scale", default=None, metavar="F", type=_time_scale,
+                     help="stretch every wait on the target by F > 0 (a slow target); default 1")
 
     cases = sub.add_parser("cases", help="list the cases")
     cases.add_argument("protocols", nargs="*")
@@ -189,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--to", required=True)
     proxy.add_argument("--listen", type=int, default=0)
     proxy.add_argument("--chunk", default=None, help="N bytes per write, or random")
-    proxy.add_argument("--delay-ms", type=int, default=0)
+    proxy.add_argument("--delay-ms", type=int, default=0,
+                       help="with --chunk: a pause between pieces; without: every read forwarded this late")
     proxy.add_argument("--cut-after", type=int, default=None)
     proxy.add_argument("--direction", choices=["to-target", "from-target", "both"], default="to-target")
 

@@ -6,6 +6,10 @@ TCP_NODELAY and an optional pause) so the target's reads see them apart.
 
 Usable by any case (``fault:`` in a scenario) and on its own:
 ``conformance proxy --to tcp://127.0.0.1:9000 --chunk 1``.
+
+``delay_ms`` with ``chunk`` pauses between the pieces; without ``chunk`` it is latency: every
+read is forwarded delay_ms after it arrived, so ``--direction from-target --delay-ms 300`` is a
+target that answers 300 ms late (a megabyte reply is late by 300 ms, not by 300 ms per read).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 import socket
+import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -97,12 +102,11 @@ class FaultProxy:
         faulty = self._applies(direction)
         cut = self.options.get("cut_after_bytes") if faulty else None
         delay = self.options.get("delay_ms", 0) / 1000 if faulty else 0
+        chunked = faulty and bool(self.options.get("chunk"))
+        reads = _late_reads(reader, delay) if delay and not chunked else _reads(reader)
         forwarded = 0
         try:
-            while True:
-                data = await reader.read(_READ)
-                if not data:
-                    break
+            async for data in reads:
                 for piece in (self._pieces(data) if faulty else (data,)):
                     if cut is not None and forwarded + len(piece) >= cut:
                         writer.write(piece[:cut - forwarded])
@@ -114,13 +118,45 @@ class FaultProxy:
                     writer.write(piece)
                     await writer.drain()
                     forwarded += len(piece)
-                    if delay or (faulty and self.options.get("chunk")):
-                        # a pause, even a zero one, lets each piece leave as its own segment
+                    if chunked:
+                        # a pause, even a tiny one, lets each piece leave as its own segment
                         await asyncio.sleep(delay or 0.0005)
             if writer.can_write_eof():
                 writer.write_eof()
         except (OSError, asyncio.CancelledError):
             pass
         finally:
+            await reads.aclose()
             if cut is not None:
                 writer.close()
+
+
+async def _reads(reader: asyncio.StreamReader):
+    while data := await reader.read(_READ):
+        yield data
+
+
+async def _late_reads(reader: asyncio.StreamReader, delay: float):
+    """What the reader delivers, each read held until ``delay`` after it arrived (latency, not a
+    throttle: reading goes on meanwhile).  The end of the stream comes as late."""
+    queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+    async def read() -> None:
+        try:
+            while data := await reader.read(_READ):
+                queue.put_nowait((time.monotonic() + delay, data))
+        except OSError:
+            pass
+        finally:
+            queue.put_nowait((time.monotonic() + delay, b""))
+
+    task = asyncio.ensure_future(read())
+    try:
+        while True:
+            due, data = await queue.get()
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            if not data:
+                return
+            yield data
+    finally:
+        task.cancel()

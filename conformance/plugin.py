@@ -24,6 +24,7 @@ from conformance.protocols import adapter_for
 from conformance.records import RecordWriter, new_run_id, utc_now
 from conformance.scenario.loader import MAX_FILE_BYTES, BrokenCase, Case, ScenarioError, load_file
 from conformance.scenario.runner import CaseRunner
+from conformance.scenario.timing import parse_time_scale
 from conformance.targets import Target, TargetError, parse_target, probe_endpoint
 from conformance.vectors.check import VectorFileError, adapter_for as vector_adapter, check_test, load_vector_file
 
@@ -41,7 +42,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--impl-version", default="unknown", help="implementation version in the records")
     # --strict is pytest's own flag (strict markers/config); the suite reads it too: NON-STRICT findings fail.
     group.addoption("--param", action="append", default=[], metavar="NAME=MS",
-                    help="a target parameter, e.g. heartbeat_timeout_ms=15000")
+                    help="a target timer or one of the suite's waits, e.g. heartbeat_timeout_ms=15000, silence_ms=1000")
+    group.addoption("--time-scale", default="1", metavar="F",
+                    help="stretch every wait on the target (silence windows, within_ms, sleeps, case deadlines) "
+                         "by F > 0 for a slow target; keep-alive pacing and lower bounds are not stretched")
     group.addoption("--records", default=None, help="write result records (JSON lines) here")
     group.addoption("--wirelogs", default=None, help="write the wire log of every case that did not pass here")
     group.addoption("--run-id", default=None, help="run id for the records (default: generated)")
@@ -57,6 +61,10 @@ class _State:
         self.impl_name = opt.impl_name
         self.client_command = opt.target_client
         self.params = _parse_params(opt.param)
+        try:
+            self.time_scale = parse_time_scale(opt.time_scale)
+        except ValueError:
+            raise pytest.UsageError(f"--time-scale wants a number above 0, got {opt.time_scale!r}") from None
         records = Path(opt.records) if opt.records else None
         wirelogs = Path(opt.wirelogs) if opt.wirelogs else (records.parent / "wirelogs" if records else None)
         self.writer = RecordWriter(records, wirelogs)
@@ -268,7 +276,7 @@ class ScenarioItem(pytest.Item):
         try:
             target = state.target()
             params = {**target.params(case.protocol), **state.params}
-            runner = CaseRunner(case, adapter, self.transport, params)
+            runner = CaseRunner(case, adapter, self.transport, params, state.time_scale)
             if case.role == "client":
                 launcher = target.client_launcher(case.protocol)
                 if launcher is None:

@@ -3,7 +3,7 @@
 The runner reads frames from these places in a case: a step's ``send``; an
 ``expect``'s own fields, its ``any_of`` / ``all_of`` alternatives, its
 ``allow`` list and its ``unsupported_if``; an ``expect_close``'s ``allow``
-list; the case's ``noise``; and all of
+list; a ``keep_alive``'s ``send``; the case's ``noise``; and all of
 that again inside ``repeat``.  Each adapter used to walk that tree itself and
 the copies drifted (some skipped ``allow`` or ``unsupported_if``), so a typo
 there went unnoticed until the case ran.  This walk is the one copy; adapters
@@ -91,6 +91,9 @@ def _steps(steps: Any, path: tuple, send: Check, match: Check, problems: list[Pr
             continue
         if isinstance(step.get("send"), dict):
             problems.extend(send(step["send"], path + (i, "send")))
+        keep_alive = step.get("keep_alive")
+        if isinstance(keep_alive, dict) and isinstance(keep_alive.get("send"), dict):
+            problems.extend(send(keep_alive["send"], path + (i, "keep_alive", "send")))
         if isinstance(step.get("expect"), dict):
             _expect(step["expect"], path + (i, "expect"), match, problems)
         close = step.get("expect_close")

@@ -405,7 +405,8 @@ ADAPTER = Micromessage2Adapter(
     name="micromessage2",
     transports=("tcp",),
     default_noise=[],
-    params={"read_timeout_ms": 5000},
+    # silence_ms: the shortest "nothing more arrives" window; longer ones add to it (scenario/timing.py)
+    params={"read_timeout_ms": 5000, "silence_ms": 150},
     # the in-process reference gives up on a stalled frame after 1 s so that case takes seconds
     ref_params={"read_timeout_ms": 1000},
     macros=MACROS,

@@ -236,7 +236,9 @@ ADAPTER = ProtocolAdapter(
     name="stmp",
     transports=("tcp", "ws"),
     default_noise=[{"kind": "ping"}],
-    params={"heartbeat_interval_ms": 5000, "heartbeat_timeout_ms": 15000, "request_timeout_ms": 10000},
+    # silence_ms / reply_ms: the suite's own waits (conformance/scenario/timing.py), settable with --param
+    params={"heartbeat_interval_ms": 5000, "heartbeat_timeout_ms": 15000, "request_timeout_ms": 10000,
+            "silence_ms": 300, "reply_ms": 3000},
     # the in-process reference runs with short timers so heartbeat cases take seconds; its
     # client's request-timeout case waits reference_impl.stmp.client.CASE_REQUEST_TIMEOUT
     ref_params={"heartbeat_interval_ms": 1000, "heartbeat_timeout_ms": 3000, "request_timeout_ms": 2000},

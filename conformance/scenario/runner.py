@@ -20,12 +20,12 @@ from conformance.grading import Grade, grade_for_violation, worst
 from conformance.protocols.base import Frame, ProtocolAdapter, TargetFault
 from conformance.protocols.frame_specs import EXPECT_OPTIONS
 from conformance.scenario.loader import Case
+from conformance.scenario.timing import SUITE_WAITS
 from conformance.scenario.values import ValueError_, millis, substitute
 from conformance.suite_server import SuiteServer
 from conformance.wirelog import WireLog
 from reference_impl.common.errors import CodecError
 
-DEFAULT_EXPECT_MS = 5000
 CONNECT_TIMEOUT = 5.0
 MAX_MACRO_DEPTH = 4
 WS_MAX_MESSAGE = 64 * 1024 * 1024
@@ -96,11 +96,13 @@ class _FrameStream:
 
 
 class CaseRunner:
-    def __init__(self, case: Case, adapter: ProtocolAdapter, transport: str, params: dict[str, int]) -> None:
+    def __init__(self, case: Case, adapter: ProtocolAdapter, transport: str, params: dict[str, int],
+                 time_scale: float = 1.0) -> None:
         self.case = case
         self.adapter = adapter
         self.transport = transport
-        self.params = params
+        self.params = {**SUITE_WAITS, **params}
+        self.time_scale = time_scale
         self.log = WireLog()
         self.noise = [adapter.normalize(n) for n in (case.noise if case.noise is not None else adapter.default_noise)]
         self.close_grade: Grade | None = None
@@ -153,7 +155,7 @@ class CaseRunner:
         client = self.client = asyncio.ensure_future(launch(self.case.client_testcase or "", server.url))
         client.add_done_callback(self._client_ended)
         try:
-            accepted = asyncio.ensure_future(server.accept(CONNECT_TIMEOUT * 2))
+            accepted = asyncio.ensure_future(server.accept(CONNECT_TIMEOUT * 2 * self.time_scale))
             await asyncio.wait({accepted, client}, return_when=asyncio.FIRST_COMPLETED)
             if not accepted.done():
                 code = client.result() if not client.cancelled() and client.exception() is None else None
@@ -179,10 +181,16 @@ class CaseRunner:
 
     # -- the exchange -------------------------------------------------------
 
+    def _wait_ms(self, value: int | str) -> int:
+        """A wait on the target (a window, a within_ms, a sleep, the case deadline), stretched by
+        --time-scale.  Lower bounds and the suite's own pacing are read with millis() unscaled."""
+        return round(millis(value, self.params) * self.time_scale)
+
     async def _open(self, url: str) -> Channel:
+        timeout = CONNECT_TIMEOUT * self.time_scale
         if url.startswith("ws://"):
-            return await WsChannel.open(url, self.log, CONNECT_TIMEOUT, WS_MAX_MESSAGE)
-        return await TcpChannel.open(url, self.log, CONNECT_TIMEOUT)
+            return await WsChannel.open(url, self.log, timeout, WS_MAX_MESSAGE)
+        return await TcpChannel.open(url, self.log, timeout)
 
     async def _run(self, channel: Channel, started: float, client: asyncio.Future | None = None) -> CaseResult:
         self.stream = self._new_stream(channel)
@@ -190,7 +198,7 @@ class CaseRunner:
         exchange, message, deadline_ms = Grade.PASSED, "", 0
         self.step_done_at = time.monotonic()
         try:
-            deadline_ms = millis(self.case.timeout_ms, self.params)  # may follow the target's timers
+            deadline_ms = self._wait_ms(self.case.timeout_ms)  # may follow the target's timers
             await asyncio.wait_for(self._steps(self.case.steps, {}, 0), deadline_ms / 1000)
         except _Verdict as verdict:
             exchange, message = verdict.grade, verdict.message
@@ -221,9 +229,9 @@ class CaseRunner:
             self.violation = True
         wait = max(case_deadline - time.monotonic(), 1.0)
         if self.case.client_exit is None:
-            wait = min(wait, 5.0)
+            wait = min(wait, 5.0 * self.time_scale)
         if self.violation:
-            wait = min(wait, 1.0)  # the verdict stands whatever the client does next
+            wait = min(wait, 1.0 * self.time_scale)  # the verdict stands whatever the client does next
         try:
             code = await asyncio.wait_for(asyncio.shield(client), wait)
         except asyncio.TimeoutError:
@@ -306,7 +314,9 @@ class CaseRunner:
             elif "expect_silence" in step:
                 await self._expect_silence(step["expect_silence"])
             elif "sleep_ms" in step:
-                await asyncio.sleep(millis(step["sleep_ms"], self.params) / 1000)
+                await asyncio.sleep(self._wait_ms(step["sleep_ms"]) / 1000)
+            elif "keep_alive" in step:
+                await self._keep_alive(step["keep_alive"])
             elif "close" in step:
                 await (self.stream.channel.half_close() if step["close"] == "half" else self.stream.channel.close())
             elif "connect" in step:
@@ -350,7 +360,7 @@ class CaseRunner:
 
     async def _expect(self, spec: dict[str, Any]) -> None:
         level = spec.get("level", self.case.requirement)
-        within = millis(spec.get("within_ms", DEFAULT_EXPECT_MS), self.params)
+        within = self._wait_ms(spec.get("within_ms", "expect_ms"))
         # allow: frames that may arrive before the expected one (e.g. elements in flight) and are skipped
         allowed = [self.adapter.normalize(a) for a in spec.get("allow", [])]
         if "all_of" in spec:
@@ -425,7 +435,7 @@ class CaseRunner:
 
     async def _expect_close(self, spec: dict[str, Any]) -> None:
         level = spec.get("level", self.case.requirement)
-        within = millis(spec.get("within_ms", DEFAULT_EXPECT_MS), self.params)
+        within = self._wait_ms(spec.get("within_ms", "expect_ms"))
         # allow: what a target may send before it closes (e.g. the ERROR that says why); anything else fails
         allowed = [self.adapter.normalize(a) for a in spec.get("allow", [])]
         deadline = time.monotonic() + within / 1000
@@ -456,8 +466,26 @@ class CaseRunner:
         self.observed.append(message)
 
     async def _expect_silence(self, spec: dict[str, Any]) -> None:
+        await self._silence(self._wait_ms(spec["for_ms"]), spec.get("level", self.case.requirement))
+
+    async def _keep_alive(self, spec: dict[str, Any]) -> None:
+        """Send ``send`` every ``every_ms`` for ``for_ms``, the target staying open and silent (noise
+        aside).  A case that keeps a connection alive must do so for any timer the spec allows, so
+        it paces its traffic often and for longer than the timeout it assumes; --time-scale never
+        stretches the pace (the target's timers run in real time however slow its replies are)."""
         level = spec.get("level", self.case.requirement)
-        period = millis(spec["for_ms"], self.params)
+        every = millis(spec.get("every_ms", "keepalive_ms"), self.params)
+        if every <= 0:
+            raise ValueError_(f"keep_alive every_ms must be above 0, got {every}")
+        end = time.monotonic() + millis(spec["for_ms"], self.params) / 1000
+        while True:
+            await self._send(spec["send"])
+            remaining_ms = (end - time.monotonic()) * 1000
+            if remaining_ms <= 0:
+                return
+            await self._silence(min(every, remaining_ms), level)
+
+    async def _silence(self, period: float, level: str) -> None:
         deadline = time.monotonic() + period / 1000
         while True:
             try:
@@ -478,7 +506,7 @@ class CaseRunner:
         if self.client is None:
             raise ValueError_("expect_exit is for client-role cases")
         level = spec.get("level", self.case.requirement)
-        within = millis(spec.get("within_ms", DEFAULT_EXPECT_MS), self.params)
+        within = self._wait_ms(spec.get("within_ms", "expect_ms"))
         not_before = millis(spec.get("not_before_ms", 0), self.params)
         since = self.step_done_at
         remaining = since + within / 1000 - time.monotonic()

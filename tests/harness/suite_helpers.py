@@ -21,10 +21,11 @@ def all_cases(protocol: str) -> dict[str, Case]:
     return cases
 
 
-async def run_case(case: Case, url: str, transport: str = "tcp", params: dict | None = None) -> CaseResult:
+async def run_case(case: Case, url: str, transport: str = "tcp", params: dict | None = None,
+                   time_scale: float = 1.0) -> CaseResult:
     adapter = adapter_for(case.protocol)
     merged = {**adapter.params, **adapter.ref_params, **(params or {})}
-    return await CaseRunner(case, adapter, transport, merged).against_server(url)
+    return await CaseRunner(case, adapter, transport, merged, time_scale).against_server(url)
 
 
 
