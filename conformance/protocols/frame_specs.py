@@ -30,7 +30,7 @@ Check = Callable[[dict[str, Any], tuple], Iterable[Problem]]
 
 
 #: Steps that let a case fail: a case with none of them (and no ``client_exit``) passes always.
-GRADED_STEPS = ("expect", "expect_close", "expect_silence", "expect_exit", "macro")
+GRADED_STEPS = ("expect", "expect_close", "expect_silence", "expect_exit", "keep_alive", "macro")
 
 
 def check_frame_specs(case: dict[str, Any], *, send: Check, match: Check,
@@ -52,7 +52,7 @@ def check_frame_specs(case: dict[str, Any], *, send: Check, match: Check,
         for j, spec in enumerate(noise):
             _match_one(spec, ("noise", j), checked, problems)
     if isinstance(case.get("steps"), list) and case.get("client_exit") is None and not _grades(case["steps"]):
-        problems.append((("steps",), "the case expects nothing (no expect, expect_close, expect_silence, "
+        problems.append((("steps",), "the case expects nothing (no expect, expect_close, expect_silence, keep_alive, "
                                      "expect_exit or macro, no client_exit): it would pass whatever the target does"))
     return problems
 

@@ -466,7 +466,8 @@ class CaseRunner:
         self.observed.append(message)
 
     async def _expect_silence(self, spec: dict[str, Any]) -> None:
-        await self._silence(self._wait_ms(spec["for_ms"]), spec.get("level", self.case.requirement))
+        await self._silence(self._wait_ms(spec["for_ms"]), spec.get("level", self.case.requirement),
+                            close_ok=spec.get("closed") is True)
 
     async def _keep_alive(self, spec: dict[str, Any]) -> None:
         """Send ``send`` every ``every_ms`` for ``for_ms``, the target staying open and silent (noise
@@ -485,7 +486,7 @@ class CaseRunner:
                 return
             await self._silence(min(every, remaining_ms), level)
 
-    async def _silence(self, period: float, level: str) -> None:
+    async def _silence(self, period: float, level: str, close_ok: bool = False) -> None:
         deadline = time.monotonic() + period / 1000
         while True:
             try:
@@ -493,7 +494,7 @@ class CaseRunner:
             except Deadline:
                 return
             if frame is None:
-                if self.stream.close_accepted or spec.get("closed") is True:
+                if self.stream.close_accepted or close_ok:
                     return  # a close an earlier step accepted, or one this step allows: nothing more can arrive
                 raise _Verdict(grade_for_violation(level), "the target closed the connection; it should have stayed open and silent",
                                departure=True)

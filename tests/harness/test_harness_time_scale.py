@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from buggy_stmp import BuggyStmpServer
+from conformance.selftest.buggy_stmp import BuggyStmpServer
 from suite_helpers import Grade, all_cases, run_case
 
 from conformance.faultproxy import FaultProxy
@@ -21,7 +21,7 @@ from conformance.protocols import adapter_for
 from conformance.scenario.runner import CaseRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mc0"))
-from buggy_mc0 import start_buggy  # noqa: E402
+from conformance.selftest.buggy_mc0 import start_buggy  # noqa: E402
 
 SLOW = {"delay_ms": 300, "direction": "from-target"}
 SCALE = 3.0
