@@ -64,7 +64,6 @@ class _State:
         # (protocol, transport) -> (url, error): each endpoint is started and probed once per run
         self._endpoints: dict[tuple[str, str], tuple[str | None, str | None]] = {}
         self.allure = config.pluginmanager.hasplugin("allure_pytest")
-        self.vector_count = 0
 
     def target(self) -> Target:
         if self._target_error:
