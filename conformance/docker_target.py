@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from conformance.targets import TCP_CARRIED, ClientLauncher, Target, TargetError
+from conformance.target_base import TCP_CARRIED, ClientLauncher, Target, TargetError
 
 
 class DockerTarget(Target):

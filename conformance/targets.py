@@ -15,29 +15,23 @@ Servers are started once per run and stopped by the handle that started them.
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from typing import Awaitable, Callable
+from typing import Callable
 from urllib.parse import urlsplit
 
 from conformance.protocols import adapter_for
+from conformance.target_base import (  # noqa: F401  (the rest re-exported: callers import them from here)
+    TCP_CARRIED, ClientLauncher, Target, TargetError, check_client_command, command_client_launcher, dies_with_us,
+)
 
-ClientLauncher = Callable[[str, str], Awaitable[int]]
 STARTUP_TIMEOUT = 20.0
-#: Transports a protocol adapter speaks itself over a plain TCP connection (mc0 and mtl: ZMTP).
-TCP_CARRIED = {"zmtp": "tcp"}
-
-
-class TargetError(Exception):
-    """The target could not be started or reached; every case it would run is an ERROR."""
 
 
 class LoopThread:
@@ -54,36 +48,6 @@ class LoopThread:
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
-
-
-class Target:
-    spec: str
-    name: str
-    in_process = False
-    #: `--target-client`: runs client-role cases whatever serves the server-role ones
-    client_command: str | None = None
-
-    def endpoint(self, protocol: str, transport: str) -> str | None:
-        """URL to reach the target's server for this transport, or None if it offers none."""
-        raise NotImplementedError
-
-    def client_launcher(self, protocol: str) -> ClientLauncher | None:
-        if self.client_command:
-            return command_client_launcher(self.client_command)
-        return self.own_client_launcher(protocol)
-
-    def own_client_launcher(self, protocol: str) -> ClientLauncher | None:
-        """The target's own client role, used when no --target-client is given."""
-        return None
-
-    def params(self, protocol: str) -> dict[str, int]:
-        return dict(adapter_for(protocol).params)
-
-    def logs(self) -> str:
-        return ""
-
-    def close(self) -> None:
-        pass
 
 
 class RefTarget(Target):
@@ -205,7 +169,7 @@ class CommandTarget(Target):
             raise TargetError(f"cannot start {argv[0] if argv else self.command!r}: no such program")
         output = tempfile.TemporaryFile()
         try:
-            proc = subprocess.Popen(_dies_with_us(argv), stdout=output, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen(dies_with_us(argv), stdout=output, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             raise TargetError(f"cannot start {argv[0]!r}: {exc}") from exc
@@ -239,53 +203,6 @@ class CommandTarget(Target):
         for proc, _, output in self._procs.values():
             self._stop(proc)
             output.close()
-
-
-#: Exec'd in the child: the kernel sends it SIGTERM when the suite dies, even by
-#: SIGKILL (its own session keeps it away from the terminal's signals, so without
-#: this a killed suite would leave the target listening).  PDEATHSIG survives the
-#: exec, so the target itself keeps the PID we stop it by.
-_PARENT_DEATH_EXEC = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
-    "if os.getppid() != int(sys.argv[1]): sys.exit(70)  # the suite died before the prctl\n"
-    "os.execvp(sys.argv[2], sys.argv[2:])\n"
-)
-
-
-def _dies_with_us(argv: list[str]) -> list[str]:
-    if not sys.platform.startswith("linux"):
-        return argv
-    return [sys.executable, "-I", "-c", _PARENT_DEATH_EXEC, str(os.getpid()), *argv]
-
-
-def command_client_launcher(template: str) -> ClientLauncher:
-    """Runs `--target-client` once per client-role case; a client still running when the case
-    is done is killed by the PID this started."""
-
-    async def launch(testcase: str, url: str) -> int:
-        argv = shlex.split(template.replace("{url}", url).replace("{testcase}", testcase))
-        proc = await asyncio.create_subprocess_exec(*_dies_with_us(argv), stdin=subprocess.DEVNULL,
-                                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            return await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-    return launch
-
-
-def check_client_command(template: str) -> None:
-    """A --target-client that cannot work is a usage error before any case runs."""
-    try:
-        argv = shlex.split(template)
-    except ValueError as exc:
-        raise TargetError(f"--target-client {template!r}: {exc}") from None
-    if "{url}" not in template:
-        raise TargetError(f"--target-client {template!r} needs a {{url}} placeholder (and usually {{testcase}})")
-    if not argv or shutil.which(argv[0]) is None:
-        raise TargetError(f"--target-client: cannot run {argv[0] if argv else template!r}: no such program")
 
 
 def parse_target(spec: str, *, name: str | None = None, client_command: str | None = None) -> Target:
