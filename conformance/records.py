@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from conformance.record_format import SCHEMA_VERSION
 
 
 def new_run_id() -> str:
