@@ -66,8 +66,10 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
         "-p", "no:cacheprovider", "--assert=plain", f"--rootdir={scenarios_dir().parent}",
         f"--target={args.target}", f"--records={out / 'records.jsonl'}",
         f"--junitxml={out / 'junit.xml'}", f"--alluredir={out / 'allure-results'}",
-        f"--impl-version={args.impl_version}", "-o", "junit_family=xunit2", "-o", "testpaths=",
+        "-o", "junit_family=xunit2", "-o", "testpaths=",
     ]
+    if args.impl_version:
+        argv.append(f"--impl-version={args.impl_version}")
     if args.impl_name:
         argv.append(f"--impl-name={args.impl_name}")
     if args.target_client:
@@ -160,7 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--strict", action="store_true")
     run.add_argument("-k", dest="keyword", default=None, help="pytest -k expression, e.g. a case id")
     run.add_argument("--impl-name", default=None)
-    run.add_argument("--impl-version", default="unknown")
+    run.add_argument("--impl-version", default=None,
+                     help="implementation version (default: a docker image's org.opencontainers.image.version "
+                          "label, the suite's version for ref, else unknown)")
     run.add_argument("--param", action="append", default=[])
 
     cases = sub.add_parser("cases", help="list the cases")

@@ -20,6 +20,19 @@ class DockerTarget(Target):
         self._containers: dict[tuple[str, str], object] = {}
         self._trusted: set[str] = set()
 
+    def version(self) -> str | None:
+        """The image's org.opencontainers.image.version label (docs/image-contract.md), if any."""
+        from conformance.images.engine import docker_client
+        from conformance.images.layout import LABEL_VERSION
+        try:
+            client = docker_client()
+            try:
+                return (client.images.get(self.image).labels or {}).get(LABEL_VERSION) or None
+            finally:
+                client.close()
+        except Exception:  # no engine or no image: the run reports that itself; the version stays unknown
+            return None
+
     def _trust(self, protocol: str) -> None:
         from conformance.images.container import check_unsupported_answer
         if protocol not in self._trusted:

@@ -49,6 +49,10 @@ class Target:
     def params(self, protocol: str) -> dict[str, int]:
         return dict(adapter_for(protocol).params)
 
+    def version(self) -> str | None:
+        """The implementation's version when the target itself says (--impl-version wins)."""
+        return None
+
     def logs(self) -> str:
         return ""
 

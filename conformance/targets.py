@@ -15,6 +15,7 @@ Servers are started once per run and stopped by the handle that started them.
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import shutil
 import signal
@@ -61,6 +62,10 @@ class RefTarget(Target):
     def params(self, protocol: str) -> dict[str, int]:
         adapter = adapter_for(protocol)
         return {**adapter.params, **adapter.ref_params}
+
+    def version(self) -> str:
+        from conformance import __version__  # the reference implementations ship with the suite
+        return __version__
 
     def endpoint(self, protocol: str, transport: str) -> str | None:
         adapter = adapter_for(protocol)
@@ -141,6 +146,25 @@ def wait_listening(port: int, deadline: float, alive: Callable[[], bool]) -> boo
     return False
 
 
+def command_name(command: str) -> str:
+    """A cmd: target's implementation name when no --impl-name is given: the program's name, and
+    what it is told to run when that comes first (`python pyzmq_mc0_broker.py`, `python -m
+    myserver`, `conformance serve`): the program alone often names an interpreter, not the
+    implementation."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        argv = command.split()
+    if not argv:
+        return command
+    name, rest = os.path.basename(argv[0]), argv[1:]
+    if rest[:1] == ["-m"] and len(rest) > 1:
+        return f"{name} -m {rest[1]}"
+    if rest and not rest[0].startswith("-") and "{" not in rest[0]:
+        return f"{name} {os.path.basename(rest[0])}"
+    return name
+
+
 class CommandTarget(Target):
     """Spawns the target's server; stops it by the PID it started."""
 
@@ -149,7 +173,7 @@ class CommandTarget(Target):
         self.command = spec.split(":", 1)[1].strip()
         if "{port}" not in self.command:
             raise TargetError(f"target {spec!r}: the command needs a {{port}} placeholder")
-        self.name = name or self.command.split()[0]
+        self.name = name or command_name(self.command)
         self._procs: dict[str, tuple[subprocess.Popen, str, object]] = {}
 
     def endpoint(self, protocol: str, transport: str) -> str | None:
