@@ -20,7 +20,7 @@ import pytest
 
 from conformance.grading import Grade
 from conformance.protocols import adapter_for
-from conformance.records import RecordWriter, new_run_id, utc_now
+from conformance.records import RecordWriter, grade_table, new_run_id, utc_now
 from conformance.scenario.loader import BrokenCase, Case, ScenarioError, load_file
 from conformance.scenario.runner import CaseRunner
 from conformance.targets import Target, TargetError, parse_target, probe_endpoint
@@ -388,13 +388,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         return
     tr = terminalreporter
     tr.section("conformance summary")
-    protocols = sorted({p for p, _ in state.writer.counts})
     order = [g.value for g in Grade]
     tr.write_line(f"target: {state.target_spec}   implementation: {state.implementation} {state.impl_version}   "
                   f"run: {state.run_id}")
-    tr.write_line(f"{'protocol':<15}" + "".join(f"{g:>15}" for g in order))
-    for protocol in protocols:
-        tr.write_line(f"{protocol:<15}" + "".join(f"{state.writer.counts.get((protocol, g), 0):>15}" for g in order))
+    for line in grade_table(state.writer.counts, state.writer.cases, order):
+        tr.write_line(line)
     for error in state.endpoint_errors():
         tr.write_line(f"target endpoint not usable, its cases are ERROR: {error.splitlines()[0]}")
     for record in state.writer.failures[:30]:

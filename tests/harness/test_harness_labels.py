@@ -74,3 +74,36 @@ def test_a_docker_target_takes_the_images_oci_version_label(monkeypatch: pytest.
     assert docker_target.DockerTarget("acme/stmp:nightly").version() == "1.4.2"
     Image.labels = {}
     assert docker_target.DockerTarget("acme/stmp:nightly").version() is None
+
+
+def _handshake_cases_from_the_yaml() -> tuple[int, int]:
+    """(cases, case x transport results) of scenarios/stmp/handshake.yaml, read from the file itself."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "scenarios" / "stmp" / "handshake.yaml").read_text(encoding="utf-8"))
+    default = (doc.get("defaults") or {}).get("transports")
+    cases = doc["cases"]
+    return len(cases), sum(len(c.get("transports", default)) for c in cases)
+
+
+def test_the_run_summary_names_cases_and_results_apart(tmp_path: Path) -> None:
+    # the same run once said "366 cases" (results) and once listed 333 (cases): both, each named
+    cases, results = _handshake_cases_from_the_yaml()
+    assert results > cases  # otherwise this test could not tell them apart
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "stmp", "-k", "stmp/handshake/",
+                           "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    row = next(line.split() for line in proc.stdout.splitlines() if line.startswith("stmp "))
+    header = next(line.split() for line in proc.stdout.splitlines() if line.startswith("protocol "))
+    assert header[1:3] == ["cases", "results"]
+    assert row[1:3] == [str(cases), str(results)]
+    assert sum(map(int, row[3:])) == results
+    # the main job's closing table (conformance.finish) reads the same records the same way
+    from conformance.finish import summarize
+    from conformance.records import grade_table
+
+    counts, seen = summarize(out / "records.jsonl")
+    row = next(line.split() for line in grade_table(counts, seen, ["PASSED"]) if line.startswith("stmp "))
+    assert row[1:3] == [str(cases), str(results)]
