@@ -107,3 +107,10 @@ def test_the_run_summary_names_cases_and_results_apart(tmp_path: Path) -> None:
     counts, seen = summarize(out / "records.jsonl")
     row = next(line.split() for line in grade_table(counts, seen, ["PASSED"]) if line.startswith("stmp "))
     assert row[1:3] == [str(cases), str(results)]
+
+
+def test_the_reference_images_declare_the_suite_version() -> None:
+    pytest.importorskip("docker", reason="the docker SDK is the interop extra")
+    from conformance.images.reference import _labels
+
+    assert _labels("stmp", "")["org.opencontainers.image.version"] == conformance.__version__
