@@ -78,8 +78,10 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
         "-p", "no:cacheprovider", "--assert=plain", f"--rootdir={scenarios_dir().parent}",
         f"--target={args.target}", f"--records={out / 'records.jsonl'}",
         f"--junitxml={out / 'junit.xml'}", f"--alluredir={out / 'allure-results'}",
-        f"--impl-version={args.impl_version}", "-o", "junit_family=xunit2", "-o", "testpaths=",
+        "-o", "junit_family=xunit2", "-o", "testpaths=",
     ]
+    if args.impl_version:
+        argv.append(f"--impl-version={args.impl_version}")
     if args.impl_name:
         argv.append(f"--impl-name={args.impl_name}")
     if args.target_client:
@@ -185,7 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--strict", action="store_true")
     run.add_argument("-k", dest="keyword", default=None, help="pytest -k expression, e.g. a case id")
     run.add_argument("--impl-name", default=None)
-    run.add_argument("--impl-version", default="unknown")
+    run.add_argument("--impl-version", default=None,
+                     help="implementation version (default: a docker image's org.opencontainers.image.version "
+                          "label, the suite's version for ref, else unknown)")
     run.add_argument("--param", action="append", default=[], metavar="NAME=MS",
                      help="a target timer or one of the suite's waits, e.g. silence_ms=1000")
     run.add_argument("--time-scale", default=None, metavar="F", type=_time_scale,

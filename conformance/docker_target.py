@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from conformance.extras import missing_extra
-from conformance.targets import TCP_CARRIED, ClientLauncher, Target, TargetError
+from conformance.target_base import TCP_CARRIED, ClientLauncher, Target, TargetError
 
 
 class DockerTarget(Target):
@@ -27,6 +27,19 @@ class DockerTarget(Target):
         self.name = name or image.rsplit("/", 1)[-1].split(":", 1)[0]
         self._containers: dict[tuple[str, str], object] = {}
         self._trusted: set[str] = set()
+
+    def version(self) -> str | None:
+        """The image's org.opencontainers.image.version label (docs/image-contract.md), if any."""
+        from conformance.images.engine import docker_client
+        from conformance.images.layout import LABEL_VERSION
+        try:
+            client = docker_client()
+            try:
+                return (client.images.get(self.image).labels or {}).get(LABEL_VERSION) or None
+            finally:
+                client.close()
+        except Exception:  # no engine or no image: the run reports that itself; the version stays unknown
+            return None
 
     def _trust(self, protocol: str) -> None:
         from conformance.images.container import check_unsupported_answer

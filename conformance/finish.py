@@ -12,16 +12,21 @@ from collections import Counter
 from pathlib import Path
 
 from conformance.extras import missing_extra
+from conformance.grading import Grade
+from conformance.records import grade_table
 
 
-def summarize(records: Path) -> Counter:
+def summarize(records: Path) -> tuple[Counter, set[tuple[str, str]]]:
+    """Results per (protocol, grade), and the (protocol, case) pairs they came from."""
     counts: Counter = Counter()
+    cases: set[tuple[str, str]] = set()
     if records.exists():
         for line in records.read_text().splitlines():
             if line.strip():
                 rec = json.loads(line)
                 counts[(rec["protocol"], rec["grade"])] += 1
-    return counts
+                cases.add((rec["protocol"], rec["case"]))
+    return counts, cases
 
 
 def allure_html(results: Path, out: Path, history: Path) -> str:
@@ -57,14 +62,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="further run folders (other implementations) for the compliance matrix")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    counts = summarize(args.run / "records.jsonl")
+    counts, cases = summarize(args.run / "records.jsonl")
     report = compliance([args.run, *(p for p in args.also if (p / "records.jsonl").exists())], args.out / "compliance")
     allure = allure_html(args.run / "allure-results", args.out / "allure-report", args.out / "allure-history.jsonl")
-    grades = sorted({g for _, g in counts})
-    print("\n== conformance: cases per grade ==")
-    print(f"{'protocol':<15}" + "".join(f"{g:>15}" for g in grades))
-    for protocol in sorted({p for p, _ in counts}):
-        print(f"{protocol:<15}" + "".join(f"{counts.get((protocol, g), 0):>15}" for g in grades))
+    grades = [g.value for g in Grade if any(g.value == seen for _, seen in counts)]
+    print("\n== conformance: cases, and results per grade ==")
+    print("\n".join(grade_table(counts, cases, grades)))
     print(f"\nrecords:           {args.run / 'records.jsonl'}")
     print(f"junit:             {args.run / 'junit.xml'}")
     print(f"allure report:     {allure}")

@@ -21,7 +21,7 @@ import pytest
 
 from conformance.grading import Grade
 from conformance.protocols import adapter_for
-from conformance.records import RecordWriter, new_run_id, utc_now
+from conformance.records import RecordWriter, grade_table, new_run_id, utc_now
 from conformance.scenario.loader import MAX_FILE_BYTES, BrokenCase, Case, ScenarioError, load_file
 from conformance.scenario.runner import CaseRunner
 from conformance.scenario.timing import parse_time_scale
@@ -39,7 +39,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--target-client", default=None,
                     help="command running a client-role target: {url} and {testcase} are substituted")
     group.addoption("--impl-name", default=None, help="implementation name in the records (default: from --target)")
-    group.addoption("--impl-version", default="unknown", help="implementation version in the records")
+    group.addoption("--impl-version", default=None,
+                    help="implementation version in the records (default: what the target says, else unknown)")
     # --strict is pytest's own flag (strict markers/config); the suite reads it too: NON-STRICT findings fail.
     group.addoption("--param", action="append", default=[], metavar="NAME=MS",
                     help="a target timer or one of the suite's waits, e.g. heartbeat_timeout_ms=15000, silence_ms=1000")
@@ -57,7 +58,8 @@ class _State:
         self.target_spec: str = opt.target
         self.strict: bool = bool(getattr(opt, "strict", False))
         self.run_id = opt.run_id or new_run_id()
-        self.impl_version = opt.impl_version
+        self._impl_version: str | None = opt.impl_version
+        self._target_version: str | None = None  # asked once, when the target is made (docker asks the engine)
         self.impl_name = opt.impl_name
         self.client_command = opt.target_client
         self.params = _parse_params(opt.param)
@@ -73,7 +75,6 @@ class _State:
         # (protocol, transport) -> (url, error): each endpoint is started and probed once per run
         self._endpoints: dict[tuple[str, str], tuple[str | None, str | None]] = {}
         self.allure = config.pluginmanager.hasplugin("allure_pytest")
-        self.vector_count = 0
 
     def target(self) -> Target:
         if self._target_error:
@@ -84,6 +85,8 @@ class _State:
             except TargetError as exc:
                 self._target_error = str(exc)
                 raise
+            if not self._impl_version:
+                self._target_version = self._target.version()
         return self._target
 
     def endpoint(self, protocol: str, transport: str) -> str | None:
@@ -110,6 +113,12 @@ class _State:
     @property
     def implementation(self) -> str:
         return self.impl_name or (self._target.name if self._target else self.target_spec)
+
+    @property
+    def impl_version(self) -> str:
+        if self._impl_version:
+            return self._impl_version
+        return self._target_version or "unknown"
 
     def close(self) -> None:
         if self._target is not None:
@@ -416,12 +425,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         return
     tr = terminalreporter
     tr.section("conformance summary")
-    protocols = sorted({p for p, _ in state.writer.counts})
     order = [g.value for g in Grade]
-    tr.write_line(f"target: {state.target_spec}   implementation: {state.implementation}   run: {state.run_id}")
-    tr.write_line(f"{'protocol':<15}" + "".join(f"{g:>15}" for g in order))
-    for protocol in protocols:
-        tr.write_line(f"{protocol:<15}" + "".join(f"{state.writer.counts.get((protocol, g), 0):>15}" for g in order))
+    tr.write_line(f"target: {state.target_spec}   implementation: {state.implementation} {state.impl_version}   "
+                  f"run: {state.run_id}")
+    for line in grade_table(state.writer.counts, state.writer.cases, order):
+        tr.write_line(line)
     for error in state.endpoint_errors():
         tr.write_line(f"target endpoint not usable, its cases are ERROR: {error.splitlines()[0]}")
     for record in state.writer.failures[:30]:

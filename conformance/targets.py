@@ -17,28 +17,22 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import threading
 import time
-from typing import Awaitable, Callable
+from typing import Callable
 from urllib.parse import urlsplit
 
 from conformance.protocols import adapter_for
+from conformance.target_base import (  # noqa: F401  (the rest re-exported: callers import them from here)
+    TCP_CARRIED, ClientLauncher, Target, TargetError, check_client_command, command_client_launcher, dies_with_us,
+    find_program,
+)
 
-ClientLauncher = Callable[[str, str], Awaitable[int]]
 STARTUP_TIMEOUT = 20.0
-#: Transports a protocol adapter speaks itself over a plain TCP connection (mc0 and mtl: ZMTP).
-TCP_CARRIED = {"zmtp": "tcp"}
-
-
-class TargetError(Exception):
-    """The target could not be started or reached; every case it would run is an ERROR."""
 
 
 class LoopThread:
@@ -57,36 +51,6 @@ class LoopThread:
         self.thread.join(5)
 
 
-class Target:
-    spec: str
-    name: str
-    in_process = False
-    #: `--target-client`: runs client-role cases whatever serves the server-role ones
-    client_command: str | None = None
-
-    def endpoint(self, protocol: str, transport: str) -> str | None:
-        """URL to reach the target's server for this transport, or None if it offers none."""
-        raise NotImplementedError
-
-    def client_launcher(self, protocol: str) -> ClientLauncher | None:
-        if self.client_command:
-            return command_client_launcher(self.client_command)
-        return self.own_client_launcher(protocol)
-
-    def own_client_launcher(self, protocol: str) -> ClientLauncher | None:
-        """The target's own client role, used when no --target-client is given."""
-        return None
-
-    def params(self, protocol: str) -> dict[str, int]:
-        return dict(adapter_for(protocol).params)
-
-    def logs(self) -> str:
-        return ""
-
-    def close(self) -> None:
-        pass
-
-
 class RefTarget(Target):
     in_process = True
 
@@ -98,6 +62,10 @@ class RefTarget(Target):
     def params(self, protocol: str) -> dict[str, int]:
         adapter = adapter_for(protocol)
         return {**adapter.params, **adapter.ref_params}
+
+    def version(self) -> str:
+        from conformance import __version__  # the reference implementations ship with the suite
+        return __version__
 
     def endpoint(self, protocol: str, transport: str) -> str | None:
         adapter = adapter_for(protocol)
@@ -160,19 +128,6 @@ def probe_endpoint(url: str) -> None:
                           "checked once, every case on this endpoint is ERROR") from None
 
 
-def find_program(name: str) -> str | None:
-    """`name` on PATH, or among the scripts installed beside the running suite.
-
-    `cmd:conformance serve ...` then works from `.venv/bin/conformance run` without the venv
-    activated: the user means the same installation's `conformance`.
-    """
-    found = shutil.which(name)
-    if found is not None or os.sep in name:
-        return found
-    beside = os.pathsep.join(dict.fromkeys([sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]))
-    return shutil.which(name, path=beside)
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -191,6 +146,25 @@ def wait_listening(port: int, deadline: float, alive: Callable[[], bool]) -> boo
     return False
 
 
+def command_name(command: str) -> str:
+    """A cmd: target's implementation name when no --impl-name is given: the program's name, and
+    what it is told to run when that comes first (`python pyzmq_mc0_broker.py`, `python -m
+    myserver`, `conformance serve`): the program alone often names an interpreter, not the
+    implementation."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        argv = command.split()
+    if not argv:
+        return command
+    name, rest = os.path.basename(argv[0]), argv[1:]
+    if rest[:1] == ["-m"] and len(rest) > 1:
+        return f"{name} -m {rest[1]}"
+    if rest and not rest[0].startswith("-") and "{" not in rest[0]:
+        return f"{name} {os.path.basename(rest[0])}"
+    return name
+
+
 class CommandTarget(Target):
     """Spawns the target's server; stops it by the PID it started."""
 
@@ -199,7 +173,7 @@ class CommandTarget(Target):
         self.command = spec.split(":", 1)[1].strip()
         if "{port}" not in self.command:
             raise TargetError(f"target {spec!r}: the command needs a {{port}} placeholder")
-        self.name = name or self.command.split()[0]
+        self.name = name or command_name(self.command)
         self._procs: dict[str, tuple[subprocess.Popen, str, object]] = {}
 
     def endpoint(self, protocol: str, transport: str) -> str | None:
@@ -221,7 +195,7 @@ class CommandTarget(Target):
         argv[0] = program
         output = tempfile.TemporaryFile()
         try:
-            proc = subprocess.Popen(_dies_with_us(argv), stdout=output, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen(dies_with_us(argv), stdout=output, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             raise TargetError(f"cannot start {argv[0]!r}: {exc}") from exc
@@ -255,54 +229,6 @@ class CommandTarget(Target):
         for proc, _, output in self._procs.values():
             self._stop(proc)
             output.close()
-
-
-#: Exec'd in the child: the kernel sends it SIGTERM when the suite dies, even by
-#: SIGKILL (its own session keeps it away from the terminal's signals, so without
-#: this a killed suite would leave the target listening).  PDEATHSIG survives the
-#: exec, so the target itself keeps the PID we stop it by.
-_PARENT_DEATH_EXEC = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
-    "if os.getppid() != int(sys.argv[1]): sys.exit(70)  # the suite died before the prctl\n"
-    "os.execvp(sys.argv[2], sys.argv[2:])\n"
-)
-
-
-def _dies_with_us(argv: list[str]) -> list[str]:
-    if not sys.platform.startswith("linux"):
-        return argv
-    return [sys.executable, "-I", "-c", _PARENT_DEATH_EXEC, str(os.getpid()), *argv]
-
-
-def command_client_launcher(template: str) -> ClientLauncher:
-    """Runs `--target-client` once per client-role case; a client still running when the case
-    is done is killed by the PID this started."""
-
-    async def launch(testcase: str, url: str) -> int:
-        argv = shlex.split(template.replace("{url}", url).replace("{testcase}", testcase))
-        argv[0] = find_program(argv[0]) or argv[0]
-        proc = await asyncio.create_subprocess_exec(*_dies_with_us(argv), stdin=subprocess.DEVNULL,
-                                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            return await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-    return launch
-
-
-def check_client_command(template: str) -> None:
-    """A --target-client that cannot work is a usage error before any case runs."""
-    try:
-        argv = shlex.split(template)
-    except ValueError as exc:
-        raise TargetError(f"--target-client {template!r}: {exc}") from None
-    if "{url}" not in template:
-        raise TargetError(f"--target-client {template!r} needs a {{url}} placeholder (and usually {{testcase}})")
-    if not argv or find_program(argv[0]) is None:
-        raise TargetError(f"--target-client: cannot run {argv[0] if argv else template!r}: no such program")
 
 
 def parse_target(spec: str, *, name: str | None = None, client_command: str | None = None) -> Target:

@@ -51,10 +51,6 @@ def redact(*secrets: bytes | str | None) -> None:
             _SECRETS.add(data)
 
 
-def registered() -> frozenset[bytes]:
-    return frozenset(_SECRETS)
-
-
 @dataclass
 class WireEntry:
     t: float

@@ -193,7 +193,8 @@ class _Report:
                 "invalid": counts.get(False, 0),
                 "files": len(self.found.records_files),
             },
-            "runs": runs.count(),
+            # a run is one invocation (one run id), however many protocols it covered
+            "runs": valid.select("run").distinct().count(),
             "invalidRecords": [{"file": r.sourceFile, "line": r.line, "error": r.error} for r in invalid_rows],
             "allure": allure_stats,
             "implementations": implementations,

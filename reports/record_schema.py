@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from conformance.record_format import SCHEMA_PATH
 
 _ANNOTATIONS = {"title", "description", "format", "$comment", "default", "examples", "$id", "$schema"}
 _FIELD_KEYWORDS = {"type", "const", "enum", "minLength", "minimum", "pattern", "$ref", "oneOf"} | _ANNOTATIONS
@@ -32,7 +33,7 @@ _NUMBER = "({t} IN {ints} OR {t} LIKE 'DECIMAL%' OR {t} IN ('DOUBLE', 'FLOAT'))"
 
 
 def default_schema_path() -> Path:
-    return Path(str(resources.files("conformance").joinpath("schemas/record.schema.json")))
+    return SCHEMA_PATH
 
 
 def load_schema(path: Path | None = None) -> dict[str, Any]:

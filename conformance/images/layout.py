@@ -15,6 +15,8 @@ LABEL_PROTOCOLS = "conformance.protocols"  # comma-separated, e.g. "mc0" or "stm
 LABEL_ROLES = "conformance.roles"  # "server", "client" or "server,client" (the default)
 # conformance.params.<protocol> = "heartbeat_interval_ms=5000,heartbeat_timeout_ms=15000": the image's timers.
 LABEL_PARAMS_PREFIX = "conformance.params."
+# The OCI annotation for the packaged software's version: the implementation version in the records.
+LABEL_VERSION = "org.opencontainers.image.version"
 # Set on every container started while this variable is in the environment (conformance matrix uses it
 # to remove, by their label, the containers of a run it had to kill).
 RUN_LABEL = "org.protocol-conformance.run"

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import docker
 
+from conformance import __version__
 from conformance.images.base import find_image
 from conformance.images.digest import combine, sha256_file, tag_of
 from conformance.images.imagebuild import build_image, link_or_copy, remove_older
 from conformance.images.layout import (IMAGES_DIR, LABEL_HASH, LABEL_KIND, LABEL_PARAMS_PREFIX, LABEL_PROTOCOL,
-                                       LABEL_PROTOCOLS, LABEL_ROLES, reference_repository)
+                                       LABEL_PROTOCOLS, LABEL_ROLES, LABEL_VERSION, reference_repository)
 from conformance.images.packages import PackageSet
 from conformance.images.results import BuildOutcome
 
@@ -43,7 +44,8 @@ def reference_hash(protocol: str, base_hash: str, packages: PackageSet, wheel_ha
 
 def _labels(protocol: str, content_hash: str) -> dict[str, str]:
     labels = {LABEL_HASH: content_hash, LABEL_KIND: "reference", LABEL_PROTOCOL: protocol,
-              LABEL_PROTOCOLS: protocol, LABEL_ROLES: "server,client"}
+              LABEL_PROTOCOLS: protocol, LABEL_ROLES: "server,client",
+              LABEL_VERSION: __version__}  # the reference implementations are released with the suite
     if protocol in REFERENCE_TIMERS:
         labels[LABEL_PARAMS_PREFIX + protocol] = ",".join(f"{k}={v}" for k, v in REFERENCE_TIMERS[protocol].items())
     return labels

@@ -54,26 +54,28 @@ class ProtocolAdapter:
     start_reference: Callable[[str, dict[str, int]], Awaitable[RunningServer]]
     run_reference_client: Callable[[str, str], Awaitable[int]]
     serve: Callable[[Any], int]
-    start_suite_server: Callable[[str], Awaitable[Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def matches(self, spec: dict[str, Any], frame: Frame) -> tuple[bool, str]:
         """Does the frame have every field the (normalized) spec names?"""
         for key, expected in spec.items():
-            if key == "payload":
-                ok, why = payload_matches(expected, frame.fields.get("payload"))
-                if not ok:
-                    return False, why
-                continue
-            actual = frame.fields.get(key, _MISSING)
-            if actual is _MISSING:
-                return False, f"no field {key!r} in {frame}"
-            if isinstance(expected, dict):
-                ok, why = _in_range(key, actual, expected)
-                if not ok:
-                    return False, why
-            elif actual != expected:
-                return False, f"{key} is {_show(actual)}, expected {_show(expected)}"
+            ok, why = self.field_matches(key, expected, frame)
+            if not ok:
+                return False, why
+        return True, ""
+
+    def field_matches(self, key: str, expected: Any, frame: Frame) -> tuple[bool, str]:
+        """One named field: a payload spec, a range ({in}/{min}/{max}) or an exact value. Adapters
+        whose frames carry other kinds of field override this and defer to it for the rest."""
+        if key == "payload":
+            return payload_matches(expected, frame.fields.get("payload"))
+        actual = frame.fields.get(key, _MISSING)
+        if actual is _MISSING:
+            return False, f"no field {key!r} in {frame}"
+        if isinstance(expected, dict):
+            return _in_range(key, actual, expected)
+        if actual != expected:
+            return False, f"{key} is {_show(actual)}, expected {_show(expected)}"
         return True, ""
 
 

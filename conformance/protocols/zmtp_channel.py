@@ -35,7 +35,7 @@ from typing import Any
 
 from conformance import wirelog
 from conformance.protocols.base import Frame
-from conformance.scenario.values import build_payload, short
+from conformance.scenario.values import build_payload
 from reference_impl.common.errors import CodecError
 from reference_impl.zmtp import plain
 from reference_impl.zmtp.codec import Frame as ZFrame, StreamDecoder, encode_frame, encode_message
@@ -192,7 +192,3 @@ def handshake(socket_type: str, *, mechanism: str = "NULL", username: str = "", 
                 {"expect": {"kind": "command", "command": "WELCOME"}},
                 {"send": {"zmtp": "initiate", "socket_type": socket_type, "identity": ""}}, {"expect": ready}]
     raise ValueError(f"no handshake macro for mechanism {mechanism!r}")
-
-
-def describe_parts(parts: list[bytes]) -> str:
-    return " | ".join(f"{short(p)} ({len(p)})" if p else "''" for p in parts)

@@ -140,3 +140,16 @@ def test_a_case_deadline_may_follow_the_target_timers(tmp_path: Path, timeout, o
     assert isinstance(case, Case) is ok, case
     if not ok:
         assert "timeout_ms" in case.error
+
+
+def test_a_default_requirement_is_refused_not_silently_ignored(tmp_path: Path) -> None:
+    # Every case states its own level (the loader never read defaults.requirement): a file-wide
+    # default would look like it applies while each case's own level is what gets graded.
+    path = write(tmp_path, """\
+        protocol: stmp
+        family: handshake
+        defaults: {requirement: SHOULD}
+        cases: []
+        """)
+    with pytest.raises(ScenarioError, match=r"handshake.yaml:3: .*'requirement' was unexpected"):
+        load(path)

@@ -216,3 +216,19 @@ def test_tcp_only_server_is_judged_on_tcp_and_unsupported_musts_are_not_tested(s
     levels = {(r["implementation"], r["protocol"]): r["level"] for r in read_json_table(out, "compliance")}
     assert levels == {("tcponly", "stmp"): "fully compliant", ("declines", "stmp"): "not fully tested"}
     assert "tcponly 1: fully compliant (MUST cases 2: 2 passed" in format_summary(summary)
+
+
+def test_runs_are_counted_once_whatever_the_protocols_they_cover(spark, tmp_path: Path) -> None:
+    """The main job: one `run all` over two protocols and one single-protocol run are 2 runs
+    (the runs table keeps a row per protocol of a run: 3 rows)."""
+    mm2 = "micromessage2/handshake/hello"
+    everything = [record("all1", "2026-04-01T10:00:00Z", "ref", "1", OK, "PASSED"),
+                  record("all1", "2026-04-01T10:00:01Z", "ref", "1", mm2, "PASSED")]
+    third = [record("one1", "2026-04-01T11:00:00Z", "peer", "1", OK, "PASSED")]
+    runs = [write_run(tmp_path / "runs", "all1", everything), write_run(tmp_path / "runs", "one1", third)]
+    out = tmp_path / "out"
+    summary = run_report(spark, ReportOptions([str(r) for r in runs], out, requirements_dir=None, spec_root=None))
+    assert summary["runs"] == 2
+    assert "2 runs" in format_summary(summary)
+    assert "valid records in 2 runs;" in (out / "matrix.html").read_text(encoding="utf-8")
+    assert len(read_json_table(out, "runs")) == 3
