@@ -91,7 +91,7 @@ def test_a_java_home_without_java_counts_as_missing(bin_dir: Path, tmp_path: Pat
 def finish(bin_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     run = tmp_path / "run"
     (run / "allure-results").mkdir(parents=True)
-    (run / "records.jsonl").write_text('{"protocol": "stmp", "grade": "PASSED"}\n')
+    (run / "records.jsonl").write_text('{"protocol": "stmp", "case": "stmp/handshake/one-version", "transport": "tcp", "grade": "PASSED"}\n')
     return subprocess.run([sys.executable, "-m", "conformance.finish", "--run", str(run), "--out", str(tmp_path / "out")],
                           env=bare_env(bin_dir), capture_output=True, text=True, timeout=300)
 
@@ -104,7 +104,7 @@ def test_finish_without_npx_or_java_skips_both_reports_in_one_line_each(bin_dir:
     report = [line for line in done.stdout.splitlines() if line.startswith("compliance report:")]
     assert len(allure) == 1 and "skipped" in allure[0] and "npx" in allure[0]
     assert len(report) == 1 and "skipped" in report[0] and "Java" in report[0]
-    assert "cases per grade" in done.stdout  # the summary still prints
+    assert "results per grade" in done.stdout  # the summary still prints
 
 
 def test_report_without_java_is_one_line(bin_dir: Path, tmp_path: Path) -> None:
