@@ -78,6 +78,8 @@ class ProtocolMatrix:
     cases: list[CaseRow]
     cells: dict[tuple[str, str, str], Cell]  # (implementation, case, transport) -> cell
     column_notes: dict[str, str] = field(default_factory=dict)  # implementation -> "version, level"
+    spec_url: str = ""  # the spec's public page
+    profile_href: str = ""  # our docs/profiles page: the reading the grades follow
 
 
 @dataclass(frozen=True)
@@ -162,10 +164,19 @@ def _matrix_table(matrix: ProtocolMatrix) -> str:
         heads_of_row = "".join(_td(v) for v in (row.family, row.case, row.transport, row.requirement))
         rows.append(f"<tr>{heads_of_row}{cells}</tr>")
     return (
-        f"<h2>Matrix: {esc(matrix.protocol)}</h2>\n"
+        f"<h2>Matrix: {esc(matrix.protocol)}</h2>\n{_spec_line(matrix)}"
         f'<table class="matrix sortable" id="matrix-{esc(matrix.protocol)}"><thead><tr>{heads}</tr></thead>\n'
         f"<tbody>\n{chr(10).join(rows)}\n</tbody></table>"
     )
+
+
+def _spec_line(matrix: ProtocolMatrix) -> str:
+    links = [
+        f'<a class="{cls}" href="{href(target)}">{label}</a>'
+        for cls, target, label in (("spec", matrix.spec_url, "spec"), ("profile", matrix.profile_href, "profile"))
+        if target
+    ]
+    return f'<p class="spec-links">{" · ".join(links)}</p>\n' if links else ""
 
 
 def _table(table_id: str, headings: list[str], rows: list[str], sortable: bool = True) -> str:

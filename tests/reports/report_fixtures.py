@@ -202,10 +202,10 @@ def build_catalogues(root: Path) -> Path:
     return folder
 
 
-def build_spec_root(root: Path) -> Path:
-    (root / "shared" / "specs").mkdir(parents=True)
-    (root / "shared" / "specs" / "stmp.txt").write_text("3. Handshake\n", encoding="utf-8")
-    return root / "shared"
+def build_profiles_dir(root: Path) -> Path:
+    (root / "docs" / "profiles").mkdir(parents=True)
+    (root / "docs" / "profiles" / "stmp.md").write_text("# STMP profile\n", encoding="utf-8")
+    return root / "docs" / "profiles"
 
 
 def read_json_table(out: Path, name: str) -> list[dict[str, Any]]:
