@@ -14,6 +14,8 @@ import pytest
 
 from conformance.paths import docs_dir, scenarios_dir
 from conformance.scenario.loader import Case, load_file
+from conformance.spec_links import public_spec_url
+from reports.coverage import Coverage
 from reports.html_matrix import MatrixPage, render
 from reports.page_model import protocol_matrices
 
@@ -67,7 +69,8 @@ def test_matrix_spec_links_are_public_urls_or_profile_pages(protocol: str, tmp_p
     assert rows
     [matrix] = protocol_matrices(rows, docs_dir() / "profiles", out)
     parser = _Links()
-    parser.feed(render(MatrixPage("now", len(rows), 0, 1, [], [], [matrix])))
+    coverage = Coverage(protocol, None, "known", rows[0].specRef.partition("#")[0], 1, 1, 0, 1.0, [], None)
+    parser.feed(render(MatrixPage("now", len(rows), 0, 1, [], [coverage], [matrix])))
     public = _profile_urls(protocol)
     assert public, f"docs/profiles/{protocol}.md names no public URL"
     cell_links = [h for cls, h in parser.hrefs if cls.startswith("cell")]
@@ -84,6 +87,8 @@ def test_matrix_spec_links_are_public_urls_or_profile_pages(protocol: str, tmp_p
         ):
             bad.append(link)
     assert bad == []
+    # The spec line over the matrix and the coverage table's spec column.
+    assert [h for cls, h in parser.hrefs if cls == "spec"] == [public_spec_url(protocol)] * 2
     assert ("profile", os.path.relpath(docs_dir() / "profiles" / f"{protocol}.md", out)) in parser.hrefs
     if protocol == "rsio":
         assert {urlsplit(link).fragment for link in cell_links} <= RSIO_PUBLIC_ANCHORS
