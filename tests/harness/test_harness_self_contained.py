@@ -20,7 +20,7 @@ MAY_NAME_THE_SHELF = {
     ROOT / "tests" / "harness" / "test_harness_profile_docs.py",
     Path(__file__).resolve(),
 }
-SHELF = re.compile(r"\.\./shared|shared/PROFILES|PROFILES\.md|shared/specs|/work/|\bspecs/[\w.-]+\.txt")
+SHELF = re.compile(r"\.\./shared|(?<![\w.-])shared/|PROFILES\.md|/work/|\bspecs/[\w.-]+\.txt|\bPROFILES\b")
 SKIPPED_PARTS = {"__pycache__", "node_modules", ".venv", "_bundled", ".pytest_cache", ".hypothesis"}
 
 
@@ -59,9 +59,11 @@ def test_tests_name_the_shelf_only_in_the_quote_checks() -> None:
     assert not hits, "\n".join(hits)
 
 
-def test_the_scan_finds_each_form_of_the_shelf(tmp_path: Path) -> None:
+def test_the_scan_finds_each_form_of_the_shelf() -> None:
     samples = ["see ../shared/x", "shared/PROFILES.md", "PROFILES.md", "../shared/specs/a.txt", "/work/main",
+               "shared/the spec", "PROFILES: a rule",
                "specs/stmp.txt#3"]
     for sample in samples:
         assert SHELF.search(sample), sample
-    assert not SHELF.search("docs/profiles/stmp.md and https://rfc.zeromq.org/spec/11/")
+    for fine in ["docs/profiles/stmp.md and https://rfc.zeromq.org/spec/11/", "TEST_PROFILES", "pre_shared/key"]:
+        assert not SHELF.search(fine), fine
