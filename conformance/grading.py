@@ -1,4 +1,4 @@
-"""Grades of PROFILES.md, in the style of Autobahn|Testsuite and h2spec.
+"""Grades of docs/profiles/README.md ("Grades"), in the style of Autobahn|Testsuite and h2spec.
 
 A case has an exchange grade and, when it checks one, a close grade; the
 overall grade is the worse of the two.

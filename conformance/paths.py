@@ -30,7 +30,3 @@ def vectors_dir() -> Path:
 def docs_dir() -> Path:
     return _pick("docs")
 
-
-def specs_dir() -> Path:
-    """The shared spec texts, when a checkout sits beside ../shared."""
-    return _CHECKOUT.parent / "shared" / "specs"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from string import Template
 from urllib.parse import quote, urlsplit
 
+from conformance.spec_links import public_spec_url, split_spec_ref
 from reports.coverage import Coverage
 from reports.grades import COUNT_COLUMN, WORST_FIRST
 
@@ -78,6 +79,8 @@ class ProtocolMatrix:
     cases: list[CaseRow]
     cells: dict[tuple[str, str, str], Cell]  # (implementation, case, transport) -> cell
     column_notes: dict[str, str] = field(default_factory=dict)  # implementation -> "version, level"
+    spec_url: str = ""  # the spec's public page
+    profile_href: str = ""  # our docs/profiles page: the reading the grades follow
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,7 @@ def _cell(implementation: str, row: CaseRow, cell: Cell | None) -> str:
     attrs = f'data-impl="{esc(implementation)}" data-case="{esc(row.case)}" data-transport="{esc(row.transport)}"'
     if cell is None:
         return f'<td class="cell g-none" {attrs} data-sort="{MISSING_SORT_KEY}">{NOT_TESTED}</td>'
-    tooltip = f"{cell.spec_ref}\n{cell.spec}"
+    tooltip = f"{split_spec_ref(cell.spec_ref)[1] or cell.spec_ref}\n{cell.spec}"  # the section, then its sentence
     if cell.message:
         tooltip += f"\n\n{cell.message}"
     log = f' <a class="log" href="{href(cell.wirelog_href)}">log</a>' if cell.wirelog_href else ""
@@ -162,10 +165,19 @@ def _matrix_table(matrix: ProtocolMatrix) -> str:
         heads_of_row = "".join(_td(v) for v in (row.family, row.case, row.transport, row.requirement))
         rows.append(f"<tr>{heads_of_row}{cells}</tr>")
     return (
-        f"<h2>Matrix: {esc(matrix.protocol)}</h2>\n"
+        f"<h2>Matrix: {esc(matrix.protocol)}</h2>\n{_spec_line(matrix)}"
         f'<table class="matrix sortable" id="matrix-{esc(matrix.protocol)}"><thead><tr>{heads}</tr></thead>\n'
         f"<tbody>\n{chr(10).join(rows)}\n</tbody></table>"
     )
+
+
+def _spec_line(matrix: ProtocolMatrix) -> str:
+    links = [
+        f'<a class="{cls}" href="{href(target)}">{label}</a>'
+        for cls, target, label in (("spec", matrix.spec_url, "spec"), ("profile", matrix.profile_href, "profile"))
+        if target
+    ]
+    return f'<p class="spec-links">{" · ".join(links)}</p>\n' if links else ""
 
 
 def _table(table_id: str, headings: list[str], rows: list[str], sortable: bool = True) -> str:
@@ -191,6 +203,12 @@ def _implementations(rows: list[ImplementationRow]) -> str:
     return _table("implementations", headings, body)
 
 
+def _spec_cell(protocol: str, spec: str) -> str:
+    """The catalogue names the spec by our file name; a user needs its public page."""
+    url = public_spec_url(protocol)
+    return f'<td><a class="spec" href="{href(url)}">{esc(url)}</a></td>' if url else _td(spec)
+
+
 def _coverage(rows: list[Coverage]) -> str:
     body = []
     for c in rows:
@@ -200,7 +218,7 @@ def _coverage(rows: list[Coverage]) -> str:
             continue
         share = "n/a" if c.coverage is None else f"{c.coverage:.0%}"
         cells = [
-            _td(c.protocol), _td(c.implementation or ANY_IMPLEMENTATION), _td(c.spec),
+            _td(c.protocol), _td(c.implementation or ANY_IMPLEMENTATION), _spec_cell(c.protocol, c.spec),
             _td(f"{c.mustCovered} / {c.mustTotal}", "num"), _td(c.mustUntestable, "num"), _td(share, "num"),
             _td(", ".join(c.uncovered)),
         ]

@@ -17,7 +17,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from conformance.paths import docs_dir, specs_dir
+from conformance.paths import docs_dir
 from reports import tables
 from reports.allure_results import allure_by_case, allure_summary, read_allure_results
 from reports.baseline import baseline_records
@@ -77,8 +77,8 @@ class ReportOptions:
     out: Path
     baseline: str | None = None
     requirements_dir: Path | None = field(default_factory=lambda: docs_dir() / "requirements")
-    # specRef file parts ("specs/stmp.txt") are relative to this folder.
-    spec_root: Path | None = field(default_factory=lambda: specs_dir().parent)
+    # The matrix links each protocol's profile page here; spec links go to the public specs.
+    profiles_dir: Path | None = field(default_factory=lambda: docs_dir() / "profiles")
 
 
 @dataclass
@@ -252,7 +252,7 @@ class _Report:
                 for i in summary["implementations"]
             ],
             coverage=must_coverage,
-            matrices=protocol_matrices(cells, self.options.spec_root, self.out, notes),
+            matrices=protocol_matrices(cells, self.options.profiles_dir, self.out, notes),
             findings=findings,
         )
         (self.out / "matrix.html").write_text(render(page), encoding="utf-8")

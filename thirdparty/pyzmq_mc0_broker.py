@@ -6,7 +6,7 @@ Written apart from reference_impl (it imports nothing from it): ZMTP, the
 greeting, CURVE and framing are libzmq's; mc0 is parsed here.  The suite
 runs it as a ``cmd:`` target and reports its grades beside the reference's.
 
-Behaviour, from PROFILES.md "mc0": every message is '' VERB k v ... ['' positional...];
+Behaviour, from docs/profiles/mc0.md: every message is '' VERB k v ... ['' positional...];
 an ID gets one OK or ERROR carrying it; malformed input and unknown verbs get ERROR;
 PUT reaches the exact-topic subscribers as MESSAGE TOPIC t <X- headers> '' body...;
 CONNECT VERSION 0.3 or 0.2; TTL: NOOP after half a TTL of silence, absent (subscriptions

@@ -2,7 +2,7 @@
 
     python thirdparty/pyzmq_mtl_client.py tcp://127.0.0.1:PORT [--user alice --password wonderland]
 
-Written from the spec and PROFILES.md alone, with its own encoding (struct,
+Written from the spec and docs/profiles/mtl.md alone, with its own encoding (struct,
 json, base64): nothing from this project is imported, so it checks the
 reference server against libzmq's REQ and DEALER sockets and an independent
 reading of the wire format.  It runs:

@@ -1,6 +1,6 @@
 """rsio/0 for the harness: messages by fields <-> bytes, a stateful reader, matching, the reference target.
 
-Frames by fields (the draft's message and field names, PROFILES.md "rsio"):
+Frames by fields (the draft's message and field names, docs/profiles/rsio.md):
 
     {type: clientHello, version: 0, extensions: [5]}        serverHello the same
     {type: goodbye, reason: "bye"}

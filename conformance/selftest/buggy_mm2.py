@@ -1,6 +1,6 @@
 """A small Micromessage2 server over TCP with one switchable bug, for proving the suite can fail.
 
-Correct behaviour follows PROFILES.md (micromessage2 and its test service); each bug name turns
+Correct behaviour follows docs/profiles/micromessage2.md (its rules and its test service); each bug name turns
 one rule off.  ``explains=True`` is a correct variant that takes the profile's other allowed path
 wherever it may just close: it sends an ERROR saying why first.  Built on the codec and the extension-list grammar only, not on the reference
 connection state machine, so its behaviour (and its bugs) are its own.

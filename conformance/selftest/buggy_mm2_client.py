@@ -36,7 +36,7 @@ def _silent_on_other_major(self, code, detail, events):
 
 
 def _answers_error_with_error(self, frame, events):
-    """Correct too: saying why it closes (PROFILES: whoever closes may send ERROR first)."""
+    """Correct too: saying why it closes (docs/profiles/micromessage2.md: whoever closes may send ERROR first)."""
     self._out += encode_frame(error_frame("peer-error: " + frame.reason))
     _on_error(self, frame, events)
 

@@ -1,6 +1,6 @@
 """A small rsio/0 server over TCP with one switchable bug, for proving the suite can fail.
 
-Correct behaviour follows PROFILES.md (rsio and its test publishers); each bug name turns
+Correct behaviour follows docs/profiles/rsio.md (its rules and its test publishers); each bug name turns
 one rule off.  Built on the rsio codec only, so its bugs are independent of the reference
 connection state machine and test service.  ``explains=True`` is a correct variant that, when the
 client's side shuts, ends each open stream with onError and says goodbye before closing.

@@ -1,6 +1,6 @@
 """A small STMP server over TCP with one switchable bug, for proving the suite can fail.
 
-Correct behaviour follows PROFILES.md; each bug name turns one rule off.
+Correct behaviour follows docs/profiles/stmp.md; each bug name turns one rule off.
 Built on the codec only, so its bugs are independent of the reference
 connection state machine.  ``explains=True`` is a correct variant that answers a stream ending
 mid-message with BadRequest before it closes (the reference just closes).

@@ -2,7 +2,7 @@
 
 Every vector's ``wire`` is one ZMTP message: its frames, each a flags octet
 (MORE on all but the last; LONG for the 8-octet size form), a size and the
-body.  The first frame is the empty delimiter a DEALER sends (PROFILES.md
+body.  The first frame is the empty delimiter a DEALER sends (docs/profiles/mc0.md
 "mc0"), then ``VERB KEY1 VAL1 ... ['' POSITIONAL ...]``.
 
 Group contexts (documented in vectors/schema/mc0-message.schema.json, ``$defs/context``):

@@ -6,7 +6,7 @@ Group contexts (documented in vectors/schema/mtl-message.schema.json, ``$defs/co
   DEALER): its ZMTP frames, header then body, MORE set on all but the last.
   Message ``{"command": "lease"|..., "seq", fields of that command}``; a Content body
   and an unused body are hex (``body``).
-- ``{"kind": "field-table"}``: a field table alone (PROFILES: Shortint count, pairs
+- ``{"kind": "field-table"}``: a field table alone (docs/profiles/mtl.md: Shortint count, pairs
   of short strings); message ``{"properties": [[name, value], ...]}``.
 - ``{"kind": "control-request"}``: a control request as a REQ sends it: the empty
   delimiter frame, the command name, the JSON body; message ``{"command", "body"}``

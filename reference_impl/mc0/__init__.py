@@ -1,4 +1,4 @@
-"""mc0 reference implementation (specs/mc0-0.3.txt as pinned by PROFILES.md "mc0"), over ZMTP 3.
+"""mc0 reference implementation (the mc0 0.3 draft as pinned by docs/profiles/mc0.md), over ZMTP 3.
 
 ``codec`` turns mc0 messages into ZMTP message frames and back, ``broker``
 is the sans-IO broker state machine (subscriptions, ID acknowledgements,

@@ -9,7 +9,7 @@
 
 Peers are any hashable handles the carrier picks.  Time is passed in, never read.
 
-Readings pinned here (PROFILES.md "mc0" where it speaks, the spec otherwise):
+Readings pinned here (docs/profiles/mc0.md where it speaks, the spec otherwise):
 - A request with ``ID`` gets exactly one reply carrying it: ``OK`` when it was
   served, ``ERROR`` when not.  A request without ``ID`` gets nothing back
   unless it fails ("expect nothing back if nothing exceptional occured").

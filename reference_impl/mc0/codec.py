@@ -1,4 +1,4 @@
-"""mc0 messages on ZMTP message frames (mc0 0.3 "Message structure", PROFILES.md "mc0").
+"""mc0 messages on ZMTP message frames (mc0 0.3 "Message structure", docs/profiles/mc0.md).
 
     frames on the wire:  '' VERB KEY1 VAL1 ... ['' POSITIONAL ...]
 
@@ -37,7 +37,7 @@ BROKER_VERBS = frozenset({MESSAGE, ERROR, OK, NOOP})
 ID, TOPIC, VERSION, TTL, DESCRIPTION = b"ID", b"TOPIC", b"VERSION", b"TTL", b"MESSAGE"
 EXTENSION_PREFIX = b"X-"
 CURRENT_VERSION = b"0.3"
-#: PROFILES.md: "CONNECT VERSION 0.3 (0.2 accepted)".
+#: docs/profiles/mc0.md: "CONNECT VERSION 0.3 (0.2 accepted)".
 ACCEPTED_VERSIONS = (b"0.3", b"0.2")
 
 

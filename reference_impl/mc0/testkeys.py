@@ -1,4 +1,4 @@
-"""The fixed CURVE test key pairs of mc0 targets (PROFILES.md "Test services": mc0).
+"""The fixed CURVE test key pairs of mc0 targets (docs/profiles/mc0.md, "Test service (server role)").
 
 A broker under test is configured with :data:`SERVER` (its secret key is in
 ``testkeys.json``, Z85, or pass it as a file with ``--curve-secret``); the

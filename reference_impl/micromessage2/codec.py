@@ -1,4 +1,4 @@
-"""Micromessage2 wire codec: handshake messages and frames (PROFILES.md "micromessage2").
+"""Micromessage2 wire codec: handshake messages and frames (docs/profiles/micromessage2.md).
 
 Handshake (no frame-flags byte): major u8, minor u8, flags u8, identity-len u8,
 identity (ASCII), required-len u16 BE, required (ASCII), optional-len u16 BE,

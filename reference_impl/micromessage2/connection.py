@@ -1,4 +1,4 @@
-"""Sans-IO Micromessage2 connection, client or server role (PROFILES.md "micromessage2").
+"""Sans-IO Micromessage2 connection, client or server role (docs/profiles/micromessage2.md).
 
 ``receive_data(data, now)`` (``b""`` at end of stream) and ``tick(now)`` return
 events; local actions (``send_message``, ``send_ack``, ...) queue bytes that

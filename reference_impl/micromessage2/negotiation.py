@@ -1,4 +1,4 @@
-"""The three-message handshake as pure functions over extension lists (PROFILES.md "micromessage2").
+"""The three-message handshake as pure functions over extension lists (docs/profiles/micromessage2.md).
 
 client hello:  the client's required + optional
 server hello:  required = what the server requires of the client; optional = the

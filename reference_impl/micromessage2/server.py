@@ -1,4 +1,4 @@
-"""asyncio Micromessage2 TCP server running the test service (PROFILES.md "Test services").
+"""asyncio Micromessage2 TCP server running the test service (docs/profiles/micromessage2.md "Test service (server role)").
 
 Options (keyword arguments): those of ``Connection`` (identity, required,
 optional, supported, version, read_timeout, max_frame, max_message,

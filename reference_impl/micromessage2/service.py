@@ -1,4 +1,4 @@
-"""The Micromessage2 test service of PROFILES.md ("Test services"), on top of a server connection.
+"""The Micromessage2 test service of docs/profiles/micromessage2.md ("Test service (server role)"), on top of a server connection.
 
 - SEND to ``test/echo``: one MESSAGE on ``test/echo`` with the same properties,
   payload (and dotnet type, when one was given).

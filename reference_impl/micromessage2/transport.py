@@ -2,7 +2,7 @@
 
 ``Link.step`` waits at most ``TICK_INTERVAL`` for bytes (or a wake-up), so
 ``tick(now)`` runs at least that often and every read is bounded.  Writes are
-bounded by ``write_timeout``.  ``finish`` closes the way PROFILES.md asks:
+bounded by ``write_timeout``.  ``finish`` closes the way docs/profiles/micromessage2.md asks:
 after we sent ERROR, half-close and drain the input for ``linger`` seconds so
 the peer reads the ERROR instead of a reset.
 """

@@ -1,4 +1,4 @@
-"""Sequence numbers and ack windows (PROFILES.md "micromessage2").
+"""Sequence numbers and ack windows (docs/profiles/micromessage2.md).
 
 Sequence numbers run 1..65535 and wrap to 1; 0 is never used.  Acks are
 cumulative across the wrap: acking 3 after 65533 acks 65534, 65535, 1, 2, 3.

@@ -1,4 +1,4 @@
-"""11/MTL (Message Transport Layer) over ZMTP 3.x, as shared/PROFILES.md reads it.
+"""11/MTL (Message Transport Layer) over ZMTP 3.x, as docs/profiles/mtl.md reads it.
 
 Control flow: client REQ -> server ROUTER, JSON commands (``control``);
 data flow: client DEALER -> server ROUTER, binary commands (``codec``).

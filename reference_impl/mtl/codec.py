@@ -7,7 +7,7 @@ Every data command is one ZMTP message of exactly two frames: a header (a
     Shortint      2 octets, unsigned, big-endian
     Short string  1 length octet, then 0-255 printable characters (0x20-0x7e)
     Boolean       1 octet, 0 (FALSE) or 1 (TRUE); any other value is invalid
-    Field table   the spec leaves it undefined; PROFILES.md pins: a Shortint
+    Field table   the spec leaves it undefined; docs/profiles/mtl.md pins: a Shortint
                   count, then count pairs (name, value) of short strings
 
     01 Lease     seq:Integer lease:Short string          body unused

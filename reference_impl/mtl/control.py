@@ -8,7 +8,7 @@ ROUTER hands the server the routing id before that: :func:`split_envelope`
 separates the envelope (everything up to and including the first empty
 frame) from the request.
 
-Readings pinned here (PROFILES.md "mtl"): command names compare
+Readings pinned here (docs/profiles/mtl.md): command names compare
 case-insensitively (:func:`command_key`); bodies are compared as parsed JSON,
 never as bytes.  A request is *ill-formed* (``CodecError``: ``no-delimiter``,
 ``frame-count``, ``bad-name``, ``bad-json``) when its frames cannot be read as

@@ -1,4 +1,4 @@
-"""The MTL test service (shared/PROFILES.md "Test services"): a broker, sans-IO.
+"""The MTL test service (docs/profiles/mtl.md "Test service (server role)"): a broker, sans-IO.
 
 Profiles:
 
@@ -18,7 +18,7 @@ Content is delivered only to readers of the same profile, and only while the
 resource is summoned: nothing is queued for later, so a Dismiss (answered 200)
 stops it at once, pending redeliveries included.
 
-Data flow rules (PROFILES.md): before a successful Lease, Summon, Dismiss and
+Data flow rules (docs/profiles/mtl.md): before a successful Lease, Summon, Dismiss and
 Content get Response 403, Confirm and Reject are ignored, Ping gets Pong.  A
 lease belongs to the first data connection that presents it (presenting it
 again there: 200; anywhere else, or a second lease on one connection: 403).

@@ -1,3 +1,3 @@
 """Reference implementation of rsio/0 (the Reactive Streams network protocol draft,
-as pinned by shared/PROFILES.md): codec, sans-IO connection, test service, asyncio
+as pinned by docs/profiles/rsio.md): codec, sans-IO connection, test service, asyncio
 server and client."""

@@ -1,6 +1,6 @@
 """rsio/0 messages: dataclasses, encoder, decoders.
 
-Wire format (shared/PROFILES.md, rsio): a message is a type varint followed by
+Wire format (docs/profiles/rsio.md): a message is a type varint followed by
 its fields.  Id and Long are unsigned LEB128 varints of at most 10 bytes and at
 most 2^63-1 (``common/varint.py``); String is a varint byte length + UTF-8;
 bytes is a varint length + bytes; Array[Id] is a varint count + Ids.

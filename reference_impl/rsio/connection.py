@@ -13,7 +13,7 @@ slot of onNextPacked, joined onNextPart..onNextLastPart).  A stream ended by
 something other than its own terminal signal gives :class:`StreamReleased`;
 the end of the connection gives :class:`ConnectionClosed`.
 
-Rules enforced (shared/PROFILES.md, rsio):
+Rules enforced (docs/profiles/rsio.md):
 
 * Messages before the peer's hello are processed.  A hello of another
   version, of the wrong kind or twice, an unknown type, a malformed message

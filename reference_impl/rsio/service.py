@@ -1,4 +1,4 @@
-"""The rsio test publishers (shared/PROFILES.md, "Test services"), on a Connection.
+"""The rsio test publishers (docs/profiles/rsio.md, "Test service (server role)"), on a Connection.
 
 Every subscription first gets ``subscribed`` (rule 1.9: onSubscribe before
 any other signal, also for a refused one).  Then:
@@ -7,7 +7,7 @@ any other signal, also for a refused one).  Then:
                         k = 0..N-1, is k as 8 bytes big-endian; then onComplete.
 ``test/fixed/N/SIZE``   elementSize = SIZE (1..max_fixed_size); N elements, byte
                         i of element k is (k+i) mod 256 (the byte pattern
-                        PROFILES gives for micromessage2's test/push); as many
+                        docs/profiles/micromessage2.md gives for its test/push); as many
                         as demand allows are packed into onNextPacked, up to
                         ``pack_bytes`` per message; then onComplete.
 ``test/large/SIZE``     one element of SIZE bytes (byte i = i mod 256, the same

@@ -1,6 +1,6 @@
 """STMP message codec: binary form (with or without PS) and text form.
 
-Wire layout (PROFILES.md "stmp"): one header byte, KIND in bits 7-6, ENCODING in
+Wire layout (docs/profiles/stmp.md): one header byte, KIND in bits 7-6, ENCODING in
 bits 5-3, bits 2-0 zero; then, when present and in this order, ID u16, ACTION
 u32, STATUS u8, PS u32 (big endian), PAYLOAD.  Request carries ID ACTION,
 Notify ACTION, Response ID STATUS, Ping nothing.  PS is present only in the

@@ -6,7 +6,7 @@ frame), call ``tick(now)`` regularly, then write out ``data_to_send()`` and act
 on ``events()``; close the transport once ``should_close`` is true and the
 output is flushed.  ``now`` is a monotonic clock in seconds that never goes back.
 
-Decisions the spec leaves open (PROFILES.md "stmp" fixes the rest):
+Decisions the spec leaves open (docs/profiles/stmp.md fixes the rest):
 
 - Negotiation (server): the first message must be Request ID 0 ACTION 0.
   ENCODING 5: Ok with the highest common version, or 0x35 without payload and

@@ -1,4 +1,4 @@
-"""The STMP conformance test service (PROFILES.md "Test services").
+"""The STMP conformance test service (docs/profiles/stmp.md "Test service (server role)").
 
 - Request ACTION 0x100: echo, Ok with the same encoding and payload.
 - Notify ACTION 0x101: one Notify ACTION 0x101 back with the same encoding and payload.

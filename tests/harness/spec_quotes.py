@@ -1,7 +1,7 @@
 """Checks that a quote is a verbatim passage of its spec text.
 
 The spec texts are not shipped: they sit beside a checkout in ../shared/specs
-(conformance.paths.specs_dir). Without them a quote check skips, except under
+(specs_dir below; only these checks may read them). Without them a quote check skips, except under
 CI=true, where a skip would let an unchecked quote through, so it fails.
 
 What "verbatim" allows, and nothing more:
@@ -28,10 +28,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance.paths import specs_dir
 
 _TYPOGRAPHIC = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'", "–": "-", "—": "-"})
 _ELISION = re.compile(r"\s\.\.\.(?:\s|$)|^\.\.\.\s")
+
+
+def specs_dir() -> Path:
+    """Our private spec texts, beside a checkout: never needed by anything the project ships."""
+    return Path(__file__).resolve().parents[2].parent / "shared" / "specs"
 
 
 def normalise(text: str) -> str:

@@ -13,7 +13,7 @@ from conformance.images.container import (ContainerStartError, ContainerTarget, 
 
 pytestmark = pytest.mark.docker
 
-# stmp binary framing (specs/stmp.txt, PROFILES.md): header byte KIND<<6 | ENCODING<<3, then
+# stmp binary framing (the STMP article, docs/profiles/stmp.md): header byte KIND<<6 | ENCODING<<3, then
 # big-endian fields; on TCP a PS (u32 payload size) precedes any payload with ENCODING != 0.
 # Request (KIND 1) raw (ENCODING 5) = 0x68: ID u16, ACTION u32, PS u32, payload.
 # Response (KIND 3) raw = 0xE8: ID u16, STATUS u8, PS u32, payload. A ping is the single byte 0x00.

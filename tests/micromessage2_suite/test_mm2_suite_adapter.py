@@ -1,6 +1,6 @@
 """The Micromessage2 adapter: frames by field, its stateful bounded reader, scenario checks.
 
-Expected bytes are written out by hand from the spec's layouts as PROFILES.md corrects them."""
+Expected bytes are written out by hand from the spec's layouts as docs/profiles/micromessage2.md corrects them."""
 
 from __future__ import annotations
 
@@ -22,13 +22,13 @@ def encode(spec: dict) -> bytes:
 
 
 def test_seed_handshake_with_the_corrected_length() -> None:
-    # the spec's "1 0 0 4 h u l k 0 10 json;dotnet 0 0"; PROFILES: "json;dotnet" is 11 bytes, not 10
+    # the spec's "1 0 0 4 h u l k 0 10 json;dotnet 0 0"; docs/profiles/micromessage2.md: "json;dotnet" is 11 bytes, not 10
     data = encode({"frame": "handshake", "identity": "hulk", "required": "json;dotnet", "optional": ""})
     assert data == bytes([1, 0, 0, 4]) + b"hulk" + bytes([0, 11]) + b"json;dotnet" + bytes([0, 0])
 
 
 def test_batch_ack_frame_as_profiles_corrects_it() -> None:
-    # PROFILES: the seed's "4 2 2 0 4" is wrong; the frame is 02 <id> 02 00 04
+    # docs/profiles/micromessage2.md: the seed's "4 2 2 0 4" is wrong; the frame is 02 <id> 02 00 04
     assert encode({"frame": "extension", "id": 3, "ack": 4}) == bytes([0x02, 3, 2, 0, 4])
     assert encode({"frame": "extension", "id": 3, "ack": 4, "large": True}) == bytes([0x0A, 3, 0, 0, 0, 2, 0, 4])
 

@@ -30,7 +30,7 @@ BUG_TO_CASE = [
     ("open-after-eof-mid-frame", "micromessage2/error-disconnect/truncated-frame-then-eof"),
 ]
 
-# PROFILES: where a server may just close, "an ERROR frame before the close is allowed (both pass)"
+# docs/profiles/micromessage2.md: where a server may just close, "an ERROR frame before the close is allowed (both pass)"
 CLOSE_MAY_EXPLAIN = [
     "micromessage2/error-disconnect/error-instead-of-hello",
     "micromessage2/error-disconnect/error-received-close",
@@ -81,7 +81,7 @@ def test_window_overrun_is_caught_by_the_silence_after_a_full_window() -> None:
 
 
 def test_no_split_is_non_strict_and_the_payload_still_arrives_intact() -> None:
-    # PROFILES: "A single frame over 1 MiB: NON-STRICT." The data itself is intact, so the MUST case passes.
+    # docs/profiles/micromessage2.md: "A single frame over 1 MiB: NON-STRICT." The data itself is intact, so the MUST case passes.
     split = asyncio.run(_grade("no-split", "micromessage2/split-message/reply-over-1mib-split"))
     assert split.grade is Grade.NON_STRICT, _show(split)
     assert "max_fragment" in split.message and "0x500000" in split.message

@@ -1,6 +1,6 @@
 """Fan-out to several subscribers: a scenario case holds one connection, so this check opens several.
 
-PROFILES.md, test service: "COMMAND `subscribe;destination=test%2Ftopic` then a SEND to `test/topic` =
+docs/profiles/micromessage2.md, test service: "COMMAND `subscribe;destination=test%2Ftopic` then a SEND to `test/topic` =
 that MESSAGE fanned out to every subscriber."  Spec: "TOPIC: A queue where messages are enqueued to
 *all subscribers."  The check speaks through the suite's own adapter (frames by field, its reader).
 """

@@ -88,13 +88,13 @@ def test_the_ignored_multiple_shows_as_a_redelivery() -> None:
 
 
 def test_server_final_in_201_fails_where_the_last_402_belongs() -> None:
-    # PROFILES: "a 201 with an invented field carrying server-final is FAILED"
+    # docs/profiles/mtl.md: "a 201 with an invented field carrying server-final is FAILED"
     result = _grade("server-final-in-201", "mtl/handshake/scram-full-cycle")
     assert result.exchange is Grade.FAILED and "201" in result.message, result.message
 
 
 def test_a_dead_peer_forgotten_but_left_connected_is_only_informational() -> None:
-    # PROFILES: "the server forgets its lease and state and sends it nothing more. Closing that
+    # docs/profiles/mtl.md: "the server forgets its lease and state and sends it nothing more. Closing that
     # peer's TCP connection is INFORMATIONAL (a libzmq ROUTER cannot close one peer's connection)."
     async def run():
         server = await BuggyMtlServer(None, router_keeps_dead_peers_open=True).start()

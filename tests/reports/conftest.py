@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_fixtures import build_catalogues, build_runs, build_spec_root
+from report_fixtures import build_catalogues, build_runs, build_profiles_dir
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +23,7 @@ def fixture_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("report-inputs")
     build_runs(root)
     build_catalogues(root)
-    build_spec_root(root)
+    build_profiles_dir(root)
     return root
 
 
@@ -38,6 +38,6 @@ def report(spark, fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) 
         out=out,
         baseline=str(fixture_root / "runs" / "a1"),
         requirements_dir=fixture_root / "requirements",
-        spec_root=fixture_root / "shared",
+        profiles_dir=fixture_root / "docs" / "profiles",
     )
     return run_report(spark, options), out

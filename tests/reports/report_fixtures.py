@@ -55,7 +55,7 @@ def record(run: str, time: str, impl: str, version: str, case: str, grade: str, 
         "closeGrade": None,
         "message": f"{grade.lower()} in {run}",
         "spec": f"The sentence tested by {case}.",
-        "specRef": f"specs/{protocol}.txt#3.{len(case) % 7}",
+        "specRef": f"{protocol}.txt#3.{len(case) % 7}",
         "durationMs": 5,
         "wirelog": None,
     }
@@ -179,7 +179,7 @@ def build_runs(root: Path) -> dict[str, Path]:
 
 CATALOGUE_STMP = """\
 protocol: stmp
-spec: specs/stmp.txt
+spec: stmp.txt
 requirements:
   - {id: STMP-1, level: MUST, text: "negotiate first", cases: [stmp/handshake/version-ok], untestable: null}
   - {id: STMP-2, level: MUST, text: "close on 0x35", cases: [stmp/handshake/not-in-any-run], untestable: null}
@@ -202,10 +202,10 @@ def build_catalogues(root: Path) -> Path:
     return folder
 
 
-def build_spec_root(root: Path) -> Path:
-    (root / "shared" / "specs").mkdir(parents=True)
-    (root / "shared" / "specs" / "stmp.txt").write_text("3. Handshake\n", encoding="utf-8")
-    return root / "shared"
+def build_profiles_dir(root: Path) -> Path:
+    (root / "docs" / "profiles").mkdir(parents=True)
+    (root / "docs" / "profiles" / "stmp.md").write_text("# STMP profile\n", encoding="utf-8")
+    return root / "docs" / "profiles"
 
 
 def read_json_table(out: Path, name: str) -> list[dict[str, Any]]:

@@ -187,7 +187,7 @@ def test_page_rows_are_per_case_and_transport(tmp_path: Path) -> None:
     def row(impl: str, transport: str, grade: str) -> SimpleNamespace:
         return SimpleNamespace(
             protocol="stmp", family="handshake", case=A, transport=transport, requirement="MUST",
-            implementation=impl, grade=grade, spec="s", specRef="specs/stmp.txt#3", message="", wirelog=None,
+            implementation=impl, grade=grade, spec="s", specRef="stmp.txt#3", message="", wirelog=None,
             runDir=str(tmp_path), attachments=0,
         )
 

@@ -98,18 +98,24 @@ def test_cells_link_the_spec_section_and_the_wire_log(page, fixture_root: Path) 
     _, parsed, out = page
     cell = parsed.cells[("alpha", "stmp/handshake/version-unsupported", "tcp")]
     spec_link, log_link = cell["links"][:2]
-    spec_file, _, section = spec_link.partition("#")
-    assert Path(os.path.normpath(out / unquote(spec_file))) == fixture_root / "shared" / "specs" / "stmp.txt"
-    assert section == "3.6"  # len("stmp/handshake/version-unsupported") % 7
+    # The STMP article (named at the top of docs/profiles/stmp.md) has no heading anchors.
+    assert spec_link.startswith("https://topic.alibabacloud.com/a/a-super-thin-long-connection-message-protocol")
+    assert "#" not in spec_link
     assert (
         Path(os.path.normpath(out / unquote(log_link)))
         == fixture_root / "runs" / "a2" / "wirelogs" / "version-unsupported.log"
     )
-    assert cell["title"].startswith("specs/stmp.txt#3.6\nThe sentence tested by stmp/handshake/version-unsupported.")
+    assert cell["title"].startswith("3.6\nThe sentence tested by stmp/handshake/version-unsupported.")
     assert cell["title"].endswith("FAILED: server accepted version 9.9")
     assert "2\xa0att" in cell["text"]
     # PASSED cells have no wire log.
     assert len(parsed.cells[("beta", "stmp/handshake/version-ok", "tcp")]["links"]) == 1
+
+
+def test_each_matrix_links_its_profile_page(page, fixture_root: Path) -> None:
+    text, _, out = page
+    [link] = re.findall(r'<a class="profile" href="([^"]+)"', text.split('id="matrix-stmp"')[0].split("Matrix: stmp")[1])
+    assert Path(os.path.normpath(out / unquote(link))) == fixture_root / "docs" / "profiles" / "stmp.md"
 
 
 def test_legend_has_one_distinct_colour_per_grade(page) -> None:

@@ -168,7 +168,7 @@ def test_malformed_records_are_reported_with_path_and_line(spark, tmp_path: Path
     good = record("m1", "2026-02-01T00:00:00Z", "delta", "1", OK, "PASSED")
     no_case = {k: v for k, v in good.items() if k != "case"}
     run = write_run(tmp_path / "runs", "m1", [good, no_case], extra_lines={2: "{oops"})
-    summary = run_report(spark, ReportOptions([str(run)], tmp_path / "out", requirements_dir=None, spec_root=None))
+    summary = run_report(spark, ReportOptions([str(run)], tmp_path / "out", requirements_dir=None, profiles_dir=None))
     path = str(run / "records.jsonl")
     assert summary["records"] == {"valid": 1, "invalid": 2, "files": 1}
     assert summary["invalidRecords"] == [
@@ -202,7 +202,7 @@ def test_tcp_only_server_is_judged_on_tcp_and_unsupported_musts_are_not_tested(s
     ]
     runs = [write_run(tmp_path / "runs", "t1", tcp_only), write_run(tmp_path / "runs", "d1", declines)]
     out = tmp_path / "out"
-    options = ReportOptions([str(r) for r in runs], out, requirements_dir=None, spec_root=None)
+    options = ReportOptions([str(r) for r in runs], out, requirements_dir=None, profiles_dir=None)
     summary = run_report(spark, options)
     by_impl = {i["implementation"]: i for i in summary["implementations"]}
     assert by_impl["tcponly"]["level"] == "fully compliant"

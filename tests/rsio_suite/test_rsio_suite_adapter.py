@@ -1,8 +1,8 @@
-"""The rsio adapter: frames by fields encode to the bytes PROFILES.md gives, the reader
+"""The rsio adapter: frames by fields encode to the bytes docs/profiles/rsio.md gives, the reader
 decodes a target's stream as a subscriber must (elementSize, packing, joined parts), and
 scenario mistakes are reported with the field that is wrong.
 
-Expected bytes are computed by hand from PROFILES.md (type varint, then the fields; LEB128
+Expected bytes are computed by hand from docs/profiles/rsio.md (type varint, then the fields; LEB128
 varints; String and bytes length-prefixed), not taken from the codec's output.
 """
 

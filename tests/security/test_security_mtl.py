@@ -18,7 +18,7 @@ from reference_impl.mtl.client import OPEN_BODY, DataFlow, MtlClient
 from reference_impl.mtl.codec import Content, Lease, Summon
 from reference_impl.mtl.server import start_server
 
-USER, PASSWORD = "alice", "wonderland"  # PROFILES.md, "Test services": the SASL test user
+USER, PASSWORD = "alice", "wonderland"  # docs/profiles/mtl.md, "Test service (server role)": the SASL test user
 LEASE_BODY = {"resources": ["resource"], "confirm": "none"}
 
 

@@ -26,7 +26,7 @@ from reference_impl.zmtp.z85 import z85_encode
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ZMTP_PASSWORD = "zmtp-plain-s3cret"
-SASL_PASSWORD = "wonderland"  # PROFILES.md: the MTL SASL test user is alice/wonderland
+SASL_PASSWORD = "wonderland"  # docs/profiles/mtl.md: the MTL SASL test user is alice/wonderland
 CURVE_SECRET = bytes(range(101, 133))  # a client secret key written into the scenario below
 
 SPEC = '"The middleware and connector SHALL support the CURVE protocol as outlined in http://rfc.zeromq.org/spec:25."'

@@ -1,7 +1,7 @@
 """asyncio STMP servers and client over 127.0.0.1, port 0.
 
 Raw-socket checks use hand-computed bytes (see test_stmp_connection.py); the
-text-frame checks use hand-written text of the PROFILES.md text form.
+text-frame checks use hand-written text of the docs/profiles/stmp.md text form.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """STMP codec against bytes from independent sources.
 
-AUTHORS: the authors' own codec tests, quoted in PROFILES.md "stmp".
-HAND: computed by hand from the layout in PROFILES.md: header byte =
+AUTHORS: the authors' own codec tests, quoted in docs/profiles/stmp.md.
+HAND: computed by hand from the layout in docs/profiles/stmp.md: header byte =
 KIND << 6 | ENCODING << 3 (Request ENCODING 5 = 0x40 | 0x28 = 0x68, Notify
 ENCODING 5 = 0xA8, Response ENCODING 5 = 0xE8, Response ENCODING 2 = 0xD0),
 then ID u16, ACTION u32, STATUS u8, PS u32, big endian.

@@ -1,6 +1,6 @@
 """Sans-IO STMP connection, both roles, against hand-computed bytes.
 
-Hand computation (PROFILES.md "stmp"): the client's negotiation for [0.1] on TCP
+Hand computation (docs/profiles/stmp.md): the client's negotiation for [0.1] on TCP
 is Request ENCODING 5 (0x68), ID 0000, ACTION 00000000, PS 00000001, version
 byte 0x01; the server's Ok is Response ENCODING 5 (0xE8), ID 0000, STATUS 00,
 PS 00000001, 01.  A Response without payload is c0 + ID + STATUS.

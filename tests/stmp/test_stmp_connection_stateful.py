@@ -1,7 +1,7 @@
 """Stateful test: an STMP client and a server running the test service, wired in memory.
 
 Hypothesis interleaves requests, notifies, partial (chunked) deliveries and the
-passing of time.  The model checks the PROFILES.md rules: request IDs are
+passing of time.  The model checks the docs/profiles/stmp.md rules: request IDs are
 1..0xFFFF, allocated in order and never equal to an outstanding one; every
 request completes exactly once, with the service's answer or a local 0x25; each
 0x101 notify comes back once, in order; heartbeats keep the pair alive.

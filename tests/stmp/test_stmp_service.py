@@ -1,4 +1,4 @@
-"""The STMP test service (PROFILES.md "Test services") over a sans-IO server connection.
+"""The STMP test service (docs/profiles/stmp.md "Test service (server role)") over a sans-IO server connection.
 
 Expected bytes are hand-computed: Response without payload = c0 ID STATUS;
 echo of a RAW request = e8 ID 00 PS payload; Notify RAW = a8 ACTION PS payload.
