@@ -1,0 +1,169 @@
+"""RSocket client on TCP or WebSocket, over the sans-IO Connection.
+
+    client = await connect("tcp://127.0.0.1:PORT")     # or ws://HOST:PORT/
+    payload = await client.request_response(b"echo:hi")
+    items = await client.request_stream(b"range:5", batch=2)
+    await client.close()
+
+A stream ERROR raises :class:`StreamError`; a closed connection raises
+:class:`ConnectionLost`.  The client sends KEEPALIVE every ``keepalive_ms``
+and closes a silent server after ``lifetime_ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from urllib.parse import urlsplit
+
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed as WsClosed
+
+from reference_impl.rsocket.codec import MAX_FRAME
+from reference_impl.rsocket.connection import (
+    ConnectionClosed, Connection, Event, PayloadReceived, Role, StreamErrorReceived, Transport,
+)
+
+READ_SIZE = 64 << 10
+
+
+class StreamError(Exception):
+    def __init__(self, code: int, data: bytes) -> None:
+        super().__init__(f"ERROR 0x{code:08x}: {data.decode('utf-8', 'replace')}")
+        self.code = code
+        self.data = data
+
+
+class ConnectionLost(Exception):
+    pass
+
+
+class RSocketClient:
+    def __init__(self, conn: Connection, reader=None, writer=None, websocket=None,
+                 tick_interval: float = 0.1) -> None:
+        self.conn = conn
+        self._reader, self._writer, self._ws = reader, writer, websocket
+        self._queues: dict[int, asyncio.Queue] = {}
+        self._closed: ConnectionClosed | None = None
+        self._tick_interval = tick_interval
+        self._task = asyncio.create_task(self._run())
+
+    async def _flush(self) -> None:
+        if self._ws is not None:
+            for frame in self.conn.messages_to_send():
+                await self._ws.send(frame)
+        else:
+            self._writer.write(self.conn.data_to_send())
+            await self._writer.drain()
+
+    def _dispatch(self, events: list[Event]) -> None:
+        for event in events:
+            if isinstance(event, ConnectionClosed):
+                self._closed = event
+                for queue in self._queues.values():
+                    queue.put_nowait(event)
+            elif isinstance(event, (PayloadReceived, StreamErrorReceived)):
+                queue = self._queues.get(event.stream_id)
+                if queue is not None:
+                    queue.put_nowait(event)
+
+    async def _receive(self):
+        if self._ws is not None:
+            return await self._ws.recv()
+        return await self._reader.read(READ_SIZE)
+
+    async def _run(self) -> None:
+        try:
+            while not self.conn.should_close:
+                try:
+                    data = await asyncio.wait_for(self._receive(), self._tick_interval)
+                except TimeoutError:
+                    self._dispatch(self.conn.tick(time.monotonic()))
+                else:
+                    if self._ws is not None:
+                        self._dispatch(self.conn.receive_message(data, time.monotonic()))
+                    elif data:
+                        self._dispatch(self.conn.receive_data(data, time.monotonic()))
+                    else:
+                        self._dispatch(self.conn.connection_lost())
+                await self._flush()
+        except (WsClosed, ConnectionError):
+            self._dispatch(self.conn.connection_lost())
+
+    async def _next(self, sid: int):
+        event = await self._queues[sid].get()
+        if isinstance(event, StreamErrorReceived):
+            raise StreamError(event.code, event.data)
+        if isinstance(event, ConnectionClosed):
+            raise ConnectionLost(event.reason)
+        return event
+
+    def _open(self, sid: int) -> None:
+        self._queues[sid] = asyncio.Queue()
+
+    async def request_response(self, data: bytes, metadata: bytes | None = None) -> PayloadReceived:
+        sid = self.conn.request_response(data, metadata)
+        self._open(sid)
+        await self._flush()
+        try:
+            return await self._next(sid)
+        finally:
+            del self._queues[sid]
+
+    async def request_stream(self, data: bytes, batch: int = 0x7FFFFFFF,
+                             metadata: bytes | None = None) -> list[bytes]:
+        """All items of the stream, asking for ``batch`` more each time a batch arrived."""
+        sid = self.conn.request_stream(data, batch, metadata)
+        self._open(sid)
+        await self._flush()
+        items: list[bytes] = []
+        try:
+            while True:
+                event = await self._next(sid)
+                if event.next:
+                    items.append(event.data)
+                if event.complete:
+                    return items
+                if event.next and len(items) % batch == 0:
+                    self.conn.request_n(sid, batch)
+                    await self._flush()
+        finally:
+            del self._queues[sid]
+
+    async def fire_and_forget(self, data: bytes, metadata: bytes | None = None) -> None:
+        self.conn.fire_and_forget(data, metadata)
+        await self._flush()
+
+    async def metadata_push(self, metadata: bytes) -> None:
+        self.conn.metadata_push(metadata)
+        await self._flush()
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
+        if self._ws is not None:
+            await self._ws.close()
+        else:
+            self._writer.close()
+            with contextlib.suppress(Exception):
+                await self._writer.wait_closed()
+
+
+async def connect(url: str, *, metadata_mime: str = "text/plain", data_mime: str = "text/plain",
+                  keepalive_ms: int = 20_000, lifetime_ms: int = 90_000, **options) -> RSocketClient:
+    """``options`` are Connection keywords (fragment_size, max_frame, max_reassembly)."""
+    parts = urlsplit(url)
+    transport = Transport.TCP if parts.scheme == "tcp" else Transport.WEBSOCKET
+    conn = Connection(Role.CLIENT, transport, now=time.monotonic(), keepalive_ms=keepalive_ms,
+                      lifetime_ms=lifetime_ms, **options)
+    conn.setup(metadata_mime, data_mime)
+    if transport is Transport.TCP:
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        client = RSocketClient(conn, reader=reader, writer=writer)
+    else:
+        websocket = await ws_connect(url, max_size=MAX_FRAME)
+        client = RSocketClient(conn, websocket=websocket)
+    await client._flush()
+    return client

@@ -1,0 +1,92 @@
+"""RSocket server and client on 127.0.0.1, TCP and WebSocket.
+
+Raw peers send frames written by hand from Protocol.md's layouts; the type-and-flags
+word is type << 10 | I 0x200 | M 0x100 | F/R 0x80 | C/L 0x40 | N 0x20.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from websockets.asyncio.client import connect as ws_connect
+
+from reference_impl.rsocket.client import StreamError, connect
+from reference_impl.rsocket.server import start_server
+
+H = bytes.fromhex
+# stream 0 | SETUP 0400 | 1.0 | keepalive 500 | lifetime 2000 | two empty MIME types
+SETUP = H("00000000" "0400" "0001" "0000" "000001f4" "000007d0" "00" "00")
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 20))
+
+
+def test_raw_tcp_peer_gets_echo_over_one_byte_writes():
+    async def main():
+        server = await start_server()
+        host, port = server.url[len("tcp://"):].split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        # SETUP behind length 000014 (20), then REQUEST_RESPONSE 'echo:hi' behind 00000d (13)
+        wire = H("000014") + SETUP + H("00000d" "00000001" "1000" "6563686f3a6869")
+        for i in range(len(wire)):
+            writer.write(wire[i:i + 1])
+            await writer.drain()
+        # length 000008 | stream 1 | PAYLOAD C|N 2860 | 'hi'
+        reply = await asyncio.wait_for(reader.readexactly(11), 5)
+        writer.close()
+        await server.close()
+        return reply
+    assert run(main()) == H("000008" "00000001" "2860" "6869")
+
+
+def test_raw_tcp_peer_with_wrong_first_frame_gets_invalid_setup_then_eof():
+    async def main():
+        server = await start_server()
+        host, port = server.url[len("tcp://"):].split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(H("000007" "00000001" "1000" "78"))  # REQUEST_RESPONSE first
+        data = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        await server.close()
+        return data
+    data = run(main())
+    # length | stream 0 | ERROR 2c00 | INVALID_SETUP 00000001 | reason
+    assert data[3:13] == H("00000000" "2c00" "00000001")
+
+
+def test_websocket_text_message_is_a_connection_error():
+    async def main():
+        server = await start_server(transport="websocket")
+        async with ws_connect(server.url) as ws:
+            await ws.send(SETUP)
+            await ws.send("not a frame")
+            reply = await asyncio.wait_for(ws.recv(), 5)
+        await server.close()
+        return reply
+    assert run(main())[:10] == H("00000000" "2c00" "00000101")
+
+
+@pytest.mark.parametrize("transport", ["tcp", "websocket"])
+def test_reference_client_against_reference_server(transport):
+    async def main():
+        server = await start_server(transport=transport)
+        client = await connect(server.url, fragment_size=3)
+        echo = await client.request_response(b"echo:hello world", metadata=b"meta")
+        items = await client.request_stream(b"range:5", batch=2)
+        await client.fire_and_forget(b"fnf:kept")
+        await client.metadata_push(b"pushed")
+        await asyncio.sleep(0.2)
+        last_fnf = await client.request_response(b"last-fnf")
+        last_push = await client.request_response(b"last-metadata-push")
+        with pytest.raises(StreamError) as err:
+            await client.request_response(b"error:boom")
+        await client.close()
+        await server.close()
+        return echo, items, last_fnf.data, last_push.data, err.value
+    echo, items, last_fnf, last_push, err = run(main())
+    assert (echo.data, echo.metadata) == (b"hello world", b"meta")
+    assert items == [b"0", b"1", b"2", b"3", b"4"]
+    assert (last_fnf, last_push) == (b"kept", b"pushed")
+    assert (err.code, err.data) == (0x201, b"boom")
