@@ -5,8 +5,9 @@ Entry points: ``reports.cli.main`` (``conformance report ...``),
 ``reports.allure.generate`` (the Allure 3 HTML report with history).
 See docs/reports.md.
 
-The job depends on the harness only through two leaf modules that import nothing else from
-the project: ``conformance.record_format`` (the record schema both sides use) and
-``conformance.paths`` (where the shipped docs are). tests/harness/test_harness_import_graph.py
+The job depends on the harness only through three leaf modules that import nothing else from
+the project: ``conformance.record_format`` (the record schema both sides use),
+``conformance.paths`` (where the shipped docs are) and ``conformance.spec_links`` (each spec's
+public URL and section anchors). tests/harness/test_harness_import_graph.py
 keeps it so.
 """

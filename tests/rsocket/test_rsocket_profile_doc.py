@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.paths import docs_dir, specs_dir
+from conformance.paths import docs_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
-from spec_quotes import spec_text, unquoted_pieces  # noqa: E402
+from spec_quotes import spec_text, specs_dir, unquoted_pieces  # noqa: E402
 
 PAGE = docs_dir() / "profiles" / "rsocket.md"
 SPEC_URL = "https://github.com/rsocket/rsocket/blob/master/Protocol.md"
@@ -35,8 +35,7 @@ def _quotes(markdown: str) -> list[str]:
 def test_page_cites_the_public_spec_only() -> None:
     text = _text()
     assert SPEC_URL in text
-    for private in ("../shared", "shared/", "PROFILES.md", "/work/"):
-        assert private not in text
+    # that it cites nothing private is test_harness_self_contained's job, for every doc
 
 
 def test_page_quotes_protocol_md_verbatim() -> None:
