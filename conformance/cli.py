@@ -3,6 +3,7 @@
     conformance serve stmp --port 9000 [--transport ws]
     conformance serve stmp --role client --connect tcp://127.0.0.1:9000 --testcase echo
     conformance run stmp --target tcp://127.0.0.1:9000 [--out DIR] [-k CASE-ID] [--strict]
+                         [--summary-md FILE [--baseline RECORDS]]
     conformance cases [stmp]
     conformance vectors check [PATH ...]
     conformance proxy --to tcp://127.0.0.1:9000 --listen 9001 --chunk 1
@@ -57,6 +58,12 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
             print(f"conformance run: no scenarios for {protocol!r} in {scenarios_dir()}", file=sys.stderr)
             return 2
         folders.append(str(folder))
+    if args.baseline and not args.summary_md:
+        print("conformance run: --baseline is compared in the summary: give --summary-md FILE too", file=sys.stderr)
+        return 2
+    if args.baseline and not Path(args.baseline).is_file():
+        print(f"conformance run: --baseline {args.baseline} is not a records file", file=sys.stderr)
+        return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     argv = folders + [
@@ -81,6 +88,10 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
     argv += ["-q", "-rfE"] + extra
     code = pytest.main(argv)
     print(f"results: {out / 'records.jsonl'}  junit: {out / 'junit.xml'}  allure-results: {out / 'allure-results'}")
+    if args.summary_md:
+        from conformance.summary_md import write
+        write(out / "records.jsonl", Path(args.summary_md), Path(args.baseline) if args.baseline else None)
+        print(f"summary: {args.summary_md}")
     return int(code)
 
 
@@ -162,6 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--impl-name", default=None)
     run.add_argument("--impl-version", default="unknown")
     run.add_argument("--param", action="append", default=[])
+    run.add_argument("--summary-md", metavar="FILE", default=None,
+                     help="write a Markdown summary (counts, FAILED cases, baseline diff); "
+                          "appended to $GITHUB_STEP_SUMMARY when set")
+    run.add_argument("--baseline", metavar="RECORDS", default=None,
+                     help="with --summary-md: an earlier records.jsonl whose grades the summary compares")
 
     cases = sub.add_parser("cases", help="list the cases")
     cases.add_argument("protocols", nargs="*")
