@@ -73,9 +73,10 @@ def stmp_case_ids() -> set[str]:
 def test_suite_image_grades_a_server_on_the_host(docker_engine: docker.DockerClient, suite_image: str,
                                                  host_stmp_server: str, tmp_path: Path) -> None:
     code, logs = run_suite_container(docker_engine, suite_image, tmp_path, [
-        "run", "stmp", "--target", host_stmp_server, "--out", "/out",
+        "run", "stmp", "--target", host_stmp_server, "--out", "/out", "--summary-md", "/out/summary.md",
         "--param", "heartbeat_interval_ms=1000", "--param", "heartbeat_timeout_ms=3000"])
     assert code == 0, logs[-3000:]
+    assert (tmp_path / "summary.md").read_text().startswith(f"## Conformance: stmp — {host_stmp_server}")
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert {r["target"] for r in records} == {host_stmp_server}
     assert {r["case"] for r in records} == stmp_case_ids()
@@ -117,3 +118,11 @@ def test_images_build_suite_builds_the_suite_image_alone(monkeypatch: pytest.Mon
     assert images_cli.main(["build"]) == 0
     assert images_cli.main(["build", "--protocol", "stmp"]) == 0
     assert calls == [([], True), (None, True), (["stmp"], False)]
+
+
+@pytest.mark.docker
+def test_suite_image_second_build_reuses_it(docker_engine: docker.DockerClient, project_snapshot: Path,
+                                            suite_image: str) -> None:
+    outcomes = build_images([], project_dir=project_snapshot, suite=True, log=print)
+    assert [(o.what, o.action) for o in outcomes[-1:]] == [(suite_image, "reused")]
+    assert all(o.action == "reused" for o in outcomes)
