@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +138,15 @@ def test_run_refuses_a_baseline_without_a_summary(tmp_path: Path) -> None:
     missing = conformance(["run", "stmp", "--out", str(tmp_path), "--summary-md", str(tmp_path / "s.md"),
                            "--baseline", str(tmp_path / "missing.jsonl")])
     assert missing.returncode == 2 and "missing.jsonl" in missing.stderr
+
+
+def test_summary_of_a_failing_run_names_the_case_and_a_wire_log_that_exists(tmp_path: Path) -> None:
+    """A one-bug server (its reply to request 0xFFFF carries ID 0): the summary's wire-log path is real."""
+    server = f"cmd:{sys.executable} -m conformance.selftest.buggy_stmp --bug wrong-id-after-wrap --port {{port}}"
+    done = conformance(["run", "stmp", "--target", server, "--out", str(tmp_path / "out"),
+                        "-k", "stmp/ack-wrap/id-max", "--summary-md", str(tmp_path / "s.md")])
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    text = (tmp_path / "s.md").read_text()
+    assert "### FAILED: breaks a MUST (1)\n\n- `stmp/ack-wrap/id-max` [tcp] MUST: " in text
+    wirelog = re.search(r"  - wire log: `([^`]+)`", text).group(1)
+    assert Path(wirelog).is_file() and Path(wirelog).parent == tmp_path / "out" / "wirelogs"
