@@ -169,15 +169,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target-client", default=None)
     run.add_argument("--out", default="out/run", help="folder for records, JUnit and allure-results")
     run.add_argument("--strict", action="store_true")
-    run.add_argument("-k", dest="keyword", default=None, help="pytest -k expression, e.g. a case id")
-    run.add_argument("--impl-name", default=None)
-    run.add_argument("--impl-version", default="unknown")
-    run.add_argument("--param", action="append", default=[])
     run.add_argument("--summary-md", metavar="FILE", default=None,
                      help="write a Markdown summary (counts, FAILED cases, baseline diff); "
                           "appended to $GITHUB_STEP_SUMMARY when set")
     run.add_argument("--baseline", metavar="RECORDS", default=None,
                      help="with --summary-md: an earlier records.jsonl whose grades the summary compares")
+    run.add_argument("-k", dest="keyword", default=None, help="pytest -k expression, e.g. a case id")
+    run.add_argument("--impl-name", default=None)
+    run.add_argument("--impl-version", default="unknown")
+    run.add_argument("--param", action="append", default=[])
 
     cases = sub.add_parser("cases", help="list the cases")
     cases.add_argument("protocols", nargs="*")
