@@ -30,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
                             "with an adapter")
     build.add_argument("--suite", action="store_true",
                        help="only the suite image: `docker run --network host conformance-suite run ...`")
+    build.add_argument("--suite-reports", action="store_true",
+                       help="also the suite image with Java and PySpark for `conformance report` "
+                            "(conformance-suite-reports, about 1.5 GB)")
     build.add_argument("--force", action="store_true", help="rebuild everything, ignoring every cache")
     build.set_defaults(run=_build)
     listing = commands.add_parser("list", help="list the images built by this project")
@@ -41,10 +44,11 @@ def _build(args: argparse.Namespace) -> int:
     from conformance.images.build import build_images  # keeps `images list` free of build-only imports
 
     started = time.monotonic()
-    # --suite: the suite image, plus the images of any --protocol given; no flag: everything
-    protocols = (args.protocols or []) if args.suite else args.protocols
-    suite = args.suite or args.protocols is None
-    outcomes = build_images(protocols, force=args.force, suite=suite,
+    # --suite / --suite-reports: the suite image(s), plus the images of any --protocol given; no flag: all
+    alone = args.suite or args.suite_reports
+    protocols = (args.protocols or []) if alone else args.protocols
+    suite = alone or args.protocols is None
+    outcomes = build_images(protocols, force=args.force, suite=suite, suite_reports=args.suite_reports,
                             log=lambda line: print(line, flush=True))
     built = sum(outcome.action == "built" for outcome in outcomes)
     print(f"done in {time.monotonic() - started:.1f}s: {built} built, {len(outcomes) - built} reused")
