@@ -71,7 +71,7 @@ def ensure_java_debs(client: docker.DockerClient, base_image: str, base_hash: st
         _run(["apt-get", "install", "--download-only", "--yes", "--no-install-recommends", "--quiet",
               "-o", f"Dir::State::status={status}", "-o", f"Dir::Cache::archives={partial}", JAVA_PACKAGE],
              "apt-get --download-only")
-        for leftover in (status, partial / "partial", partial / "lock"):
+        for leftover in (status, partial / "partial", partial / "lock", partial / "lock-frontend"):
             if leftover.is_dir():
                 shutil.rmtree(leftover)
             elif leftover.exists():

@@ -126,3 +126,27 @@ def test_suite_image_second_build_reuses_it(docker_engine: docker.DockerClient, 
     outcomes = build_images([], project_dir=project_snapshot, suite=True, log=print)
     assert [(o.what, o.action) for o in outcomes[-1:]] == [(suite_image, "reused")]
     assert all(o.action == "reused" for o in outcomes)
+
+
+@pytest.fixture(scope="session")
+def suite_reports_image(docker_engine: docker.DockerClient, project_snapshot: Path) -> str:
+    outcomes = build_images([], project_dir=project_snapshot, suite_reports=True, log=print)
+    return outcomes[-1].what
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_suite_reports_image_makes_the_compliance_matrix(docker_engine: docker.DockerClient,
+                                                        suite_reports_image: str, host_stmp_server: str,
+                                                        tmp_path: Path) -> None:
+    assert suite_reports_image.startswith("conformance-suite-reports:")
+    code, logs = run_suite_container(docker_engine, suite_reports_image, tmp_path, [
+        "run", "stmp", "--target", host_stmp_server, "--out", "/out/run", "-k", "stmp/handshake/version"])
+    assert code == 0, logs[-3000:]
+    code, logs = run_suite_container(docker_engine, suite_reports_image, tmp_path, [
+        "report", "--input", "/out/run", "--out", "/out/report"])
+    assert code == 0, logs[-3000:]
+    ran = {json.loads(line)["case"] for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()}
+    page = (tmp_path / "report" / "matrix.html").read_text()
+    assert ran and all(case in page for case in ran)
+    assert (tmp_path / "report" / "summary.json").is_file()
