@@ -113,11 +113,12 @@ def test_suite_image_is_latest_and_not_an_implementation(docker_engine: docker.D
 def test_images_build_suite_builds_the_suite_image_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
     monkeypatch.setattr("conformance.images.build.build_images",
-                        lambda protocols, **kw: calls.append((protocols, kw["suite"])) or [])
+                        lambda protocols, **kw: calls.append((protocols, kw["suite"], kw["suite_reports"])) or [])
     assert images_cli.main(["build", "--suite"]) == 0
     assert images_cli.main(["build"]) == 0
     assert images_cli.main(["build", "--protocol", "stmp"]) == 0
-    assert calls == [([], True), (None, True), (["stmp"], False)]
+    assert images_cli.main(["build", "--suite-reports"]) == 0
+    assert calls == [([], True, False), (None, True, False), (["stmp"], False, False), ([], True, True)]
 
 
 @pytest.mark.docker
