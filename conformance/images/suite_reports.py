@@ -27,6 +27,7 @@ from conformance.images.packages import PackageSet, cached_file_set
 from conformance.images.results import BuildOutcome, ImageBuildError, Log, tail
 
 DOCKERFILE = IMAGES_DIR / "suite" / "Dockerfile.reports"
+ENTRYPOINT = IMAGES_DIR / "suite" / "reports-entrypoint.sh"
 REPOSITORY = "conformance-suite-reports"
 KIND = "suite-reports"
 JAVA_PACKAGE = "openjdk-17-jre-headless"  # bookworm's Java runtime; PySpark 4 needs Java 17 or later
@@ -84,12 +85,14 @@ def ensure_suite_reports_image(client: docker.DockerClient, *, suite_image: str,
                                debs: PackageSet, wheels: PackageSet, force: bool) -> BuildOutcome:
     started = time.monotonic()
     content_hash = combine({"kind": KIND, "suite": suite_hash, "dockerfile": sha256_file(DOCKERFILE),
-                            "debs": debs.digest(), "wheels": wheels.digest()})
+                            "entrypoint": sha256_file(ENTRYPOINT), "debs": debs.digest(),
+                            "wheels": wheels.digest()})
     name = f"{REPOSITORY}:{tag_of(content_hash)}"
     if force or not find_image(client, name, content_hash):
         with tempfile.TemporaryDirectory(prefix="conformance-context-") as workdir:
             context = Path(workdir)
             shutil.copy2(DOCKERFILE, context / "Dockerfile")
+            shutil.copy2(ENTRYPOINT, context / "reports-entrypoint.sh")
             for folder, files in (("debs", debs), ("report-wheels", wheels)):
                 (context / folder).mkdir()
                 for file_name in files.wheels:

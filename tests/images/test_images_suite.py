@@ -22,6 +22,7 @@ from conformance.protocols import adapter_for
 from conformance.scenario.loader import load_file
 
 RUN_TIMEOUT = 300
+UNKNOWN_USER = "4242:4242"
 
 
 @pytest.fixture(scope="session")
@@ -50,10 +51,11 @@ def host_stmp_server() -> Iterator[str]:
             proc.wait(10)
 
 
-def run_suite_container(client: docker.DockerClient, image: str, out: Path, args: list[str]) -> tuple[int, str]:
+def run_suite_container(client: docker.DockerClient, image: str, out: Path, args: list[str],
+                        user: str | None = None) -> tuple[int, str]:
     """The README's command: host network, OUT mounted at /out, as the calling user so the files are ours."""
     container = client.containers.run(image, args, detach=True, network_mode="host",
-                                      user=f"{os.getuid()}:{os.getgid()}",
+                                      user=user or f"{os.getuid()}:{os.getgid()}",
                                       volumes={str(out): {"bind": "/out", "mode": "rw"}})
     try:
         code = container.wait(timeout=RUN_TIMEOUT)["StatusCode"]
@@ -141,11 +143,14 @@ def test_suite_reports_image_makes_the_compliance_matrix(docker_engine: docker.D
                                                         suite_reports_image: str, host_stmp_server: str,
                                                         tmp_path: Path) -> None:
     assert suite_reports_image.startswith("conformance-suite-reports:")
+    # a user the image has no passwd entry for, as `--user "$(id -u):$(id -g)"` gives on most hosts
+    tmp_path.chmod(0o777)
     code, logs = run_suite_container(docker_engine, suite_reports_image, tmp_path, [
-        "run", "stmp", "--target", host_stmp_server, "--out", "/out/run", "-k", "stmp/handshake/version"])
+        "run", "stmp", "--target", host_stmp_server, "--out", "/out/run", "-k", "stmp/handshake/version"],
+        user=UNKNOWN_USER)
     assert code == 0, logs[-3000:]
     code, logs = run_suite_container(docker_engine, suite_reports_image, tmp_path, [
-        "report", "--input", "/out/run", "--out", "/out/report"])
+        "report", "--input", "/out/run", "--out", "/out/report"], user=UNKNOWN_USER)
     assert code == 0, logs[-3000:]
     ran = {json.loads(line)["case"] for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()}
     page = (tmp_path / "report" / "matrix.html").read_text()
