@@ -3,6 +3,7 @@
     conformance serve stmp --port 9000 [--transport ws]
     conformance serve stmp --role client --connect tcp://127.0.0.1:9000 --testcase echo
     conformance run stmp --target tcp://127.0.0.1:9000 [--out DIR] [-k CASE-ID] [--strict]
+                         [--summary-md FILE [--baseline RECORDS]]
     conformance cases [stmp]
     conformance vectors check [PATH ...]
     conformance proxy --to tcp://127.0.0.1:9000 --listen 9001 --chunk 1
@@ -69,6 +70,12 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
             print(f"conformance run: no scenarios for {protocol!r} in {scenarios_dir()}", file=sys.stderr)
             return 2
         folders.append(str(folder))
+    if args.baseline and not args.summary_md:
+        print("conformance run: --baseline is compared in the summary: give --summary-md FILE too", file=sys.stderr)
+        return 2
+    if args.baseline and not Path(args.baseline).is_file():
+        print(f"conformance run: --baseline {args.baseline} is not a records file", file=sys.stderr)
+        return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     argv = folders + [
@@ -97,6 +104,10 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
     argv += ["-q", "-rfE"] + extra
     code = pytest.main(argv)
     print(f"results: {out / 'records.jsonl'}  junit: {out / 'junit.xml'}  allure-results: {out / 'allure-results'}")
+    if args.summary_md:
+        from conformance.summary_md import write
+        write(out / "records.jsonl", Path(args.summary_md), Path(args.baseline) if args.baseline else None)
+        print(f"summary: {args.summary_md}")
     return int(code)
 
 
@@ -185,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target-client", default=None)
     run.add_argument("--out", default="out/run", help="folder for records, JUnit and allure-results")
     run.add_argument("--strict", action="store_true")
+    run.add_argument("--summary-md", metavar="FILE", default=None,
+                     help="write a Markdown summary (counts, FAILED cases, baseline diff); "
+                          "appended to $GITHUB_STEP_SUMMARY when set")
+    run.add_argument("--baseline", metavar="RECORDS", default=None,
+                     help="with --summary-md: an earlier records.jsonl whose grades the summary compares")
     run.add_argument("-k", dest="keyword", default=None, help="pytest -k expression, e.g. a case id")
     run.add_argument("--impl-name", default=None)
     run.add_argument("--impl-version", default=None,

@@ -1,5 +1,5 @@
 """`conformance images build`: base image, packages, the third-party images, project wheel, one
-reference image per protocol.
+reference image per protocol, and the suite's own image (conformance-suite).
 
 Every step is cached by the hash of its inputs, so a warm run with nothing
 changed builds nothing and takes seconds.
@@ -18,6 +18,9 @@ from conformance.images.layout import require_checkout
 from conformance.images.packages import ensure_packages, image_requirements
 from conformance.images.reference import ensure_reference_image
 from conformance.images.results import BuildOutcome, ImageBuildError, Log
+from conformance.images.suite import ensure_suite_image, suite_hash
+from conformance.images.suite_reports import (ensure_java_debs, ensure_report_wheels, ensure_suite_reports_image,
+                                              report_requirements)
 from conformance.images.thirdparty import available_peers, ensure_peer_image
 from conformance.images.wheel import build_project_wheel
 
@@ -29,8 +32,12 @@ def default_protocols() -> list[str]:
 
 
 def build_images(protocols: list[str] | None = None, *, force: bool = False, project_dir: Path | None = None,
-                 log: Log = print, thirdparty: bool = True) -> list[BuildOutcome]:
-    """The reference images of PROTOCOLS (default: all) last, after the third-party images of those protocols."""
+                 log: Log = print, thirdparty: bool = True, suite: bool = False,
+                 suite_reports: bool = False) -> list[BuildOutcome]:
+    """The reference images of PROTOCOLS (default: all) after the third-party images of those protocols;
+    with SUITE, the suite image last (PROTOCOLS=[] and SUITE: the suite image alone); with SUITE_REPORTS
+    also the suite image with Java and PySpark (conformance-suite-reports)."""
+    suite = suite or suite_reports
     project_dir = project_dir or require_checkout()
     protocols = default_protocols() if protocols is None else protocols
     _check_known(protocols)
@@ -41,7 +48,7 @@ def build_images(protocols: list[str] | None = None, *, force: bool = False, pro
         outcomes.append(_report(outcome, log))
         packages, outcome = ensure_packages(image_requirements(project_dir / "pyproject.toml"), force=force, log=log)
         outcomes.append(_report(outcome, log))
-        if not protocols:
+        if not protocols and not suite:
             log("no protocol has an adapter yet: only the base image and packages were prepared")
             return outcomes
         for peer in (available_peers(project_dir, protocols) if thirdparty else []):
@@ -58,9 +65,26 @@ def build_images(protocols: list[str] | None = None, *, force: bool = False, pro
                                                  packages=packages, wheel=wheel, wheel_hash=wheel_hash,
                                                  force=force)
                 outcomes.append(_report(outcome, log))
+            if suite:
+                outcome = ensure_suite_image(client, base_image=base_image, base_hash=base_hash,
+                                             packages=packages, wheel=wheel, wheel_hash=wheel_hash, force=force)
+                outcomes.append(_report(outcome, log))
+            if suite_reports:
+                outcomes += _suite_reports(client, outcome.what, suite_hash(base_hash, packages, wheel_hash),
+                                           base_image, base_hash, project_dir, force, log)
         return outcomes
     finally:
         client.close()
+
+
+def _suite_reports(client, suite_image: str, suite_image_hash: str, base_image: str, base_hash: str,
+                   project_dir: Path, force: bool, log: Log) -> list[BuildOutcome]:
+    debs, debs_outcome = ensure_java_debs(client, base_image, base_hash, force=force, log=log)
+    wheels, wheels_outcome = ensure_report_wheels(report_requirements(project_dir / "pyproject.toml"),
+                                                  force=force, log=log)
+    image = ensure_suite_reports_image(client, suite_image=suite_image, suite_hash=suite_image_hash,
+                                       debs=debs, wheels=wheels, force=force)
+    return [_report(outcome, log) for outcome in (debs_outcome, wheels_outcome, image)]
 
 
 def _check_known(protocols: list[str]) -> None:

@@ -23,9 +23,16 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="conformance images",
                                      description="Build and list the implementation images (reference and third-party).")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
-    build = commands.add_parser("build", help="build (or reuse) the base image, the third-party and the reference images")
+    build = commands.add_parser("build", help="build (or reuse) the base image, the third-party and the reference "
+                                              "images, and the suite image (conformance-suite)")
     build.add_argument("--protocol", action="append", dest="protocols", metavar="P",
-                       help="only this protocol's image (repeatable); default: every protocol with an adapter")
+                       help="only this protocol's images, no suite image (repeatable); default: every protocol "
+                            "with an adapter")
+    build.add_argument("--suite", action="store_true",
+                       help="only the suite image: `docker run --network host conformance-suite run ...`")
+    build.add_argument("--suite-reports", action="store_true",
+                       help="also the suite image with Java and PySpark for `conformance report` "
+                            "(conformance-suite-reports, about 1.5 GB)")
     build.add_argument("--force", action="store_true", help="rebuild everything, ignoring every cache")
     build.set_defaults(run=_build)
     listing = commands.add_parser("list", help="list the images built by this project")
@@ -37,7 +44,12 @@ def _build(args: argparse.Namespace) -> int:
     from conformance.images.build import build_images  # keeps `images list` free of build-only imports
 
     started = time.monotonic()
-    outcomes = build_images(args.protocols, force=args.force, log=lambda line: print(line, flush=True))
+    # --suite / --suite-reports: the suite image(s), plus the images of any --protocol given; no flag: all
+    alone = args.suite or args.suite_reports
+    protocols = (args.protocols or []) if alone else args.protocols
+    suite = alone or args.protocols is None
+    outcomes = build_images(protocols, force=args.force, suite=suite, suite_reports=args.suite_reports,
+                            log=lambda line: print(line, flush=True))
     built = sum(outcome.action == "built" for outcome in outcomes)
     print(f"done in {time.monotonic() - started:.1f}s: {built} built, {len(outcomes) - built} reused")
     return 0

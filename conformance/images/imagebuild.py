@@ -10,6 +10,7 @@ import docker
 from docker.errors import APIError, BuildError
 
 from conformance.images.layout import LABEL_HASH, LABEL_KIND
+from conformance.images.packages import PackageSet
 from conformance.images.results import ImageBuildError, tail
 
 
@@ -32,6 +33,16 @@ def link_or_copy(source: Path, target: Path) -> None:
         os.link(source, target)
     except OSError:  # the cache may be on another filesystem than the temp dir
         shutil.copy2(source, target)
+
+
+def fill_wheel_context(context: Path, dockerfile: Path, packages: PackageSet, wheel: Path) -> None:
+    """The context of a recipe that installs the package set (packages/) and the project wheel (project/)."""
+    shutil.copy2(dockerfile, context / "Dockerfile")
+    (context / "packages").mkdir()
+    for name in packages.wheels:
+        link_or_copy(packages.directory / name, context / "packages" / name)
+    (context / "project").mkdir()
+    shutil.copy2(wheel, context / "project" / wheel.name)
 
 
 def remove_older(client: docker.DockerClient, kind: str, repository: str, content_hash: str) -> None:

@@ -46,3 +46,4 @@ def cache_dir() -> Path:
 
 def reference_repository(protocol: str) -> str:
     return f"{REFERENCE_PREFIX}{protocol}"
+SUITE_REPOSITORY = "conformance-suite"

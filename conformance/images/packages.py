@@ -17,6 +17,7 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from packaging.requirements import Requirement
 
@@ -61,24 +62,34 @@ def ensure_packages(requirements: list[str], *, force: bool, log: Log) -> tuple[
     key = combine({"requirements": "\n".join(requirements), "python": TARGET_PYTHON,
                    "platforms": ",".join(platform_tags())})
     directory = cache_dir() / "packages" / tag_of(key)
+
+    def download(partial: Path) -> None:
+        log(f"downloading {len(requirements)} requirements for Python {TARGET_PYTHON} into {directory}")
+        _download(requirements, partial)
+
+    return cached_file_set(directory, "*.whl", download, force=force, started=started)
+
+
+def cached_file_set(directory: Path, pattern: str, fill: Callable[[Path], None], *, force: bool,
+                    started: float) -> tuple[PackageSet, BuildOutcome]:
+    """The files PATTERN that FILL put in DIRECTORY, filled once and then read from its manifest."""
     what = f"packages {directory}"
     if not force and (directory / MANIFEST).is_file():
-        wheels = json.loads((directory / MANIFEST).read_text())
-        return PackageSet(directory, wheels), BuildOutcome(what, "reused", time.monotonic() - started)
-    log(f"downloading {len(requirements)} requirements for Python {TARGET_PYTHON} into {directory}")
-    # Download beside the final folder and rename: an interrupted run never leaves a half set behind.
+        files = json.loads((directory / MANIFEST).read_text())
+        return PackageSet(directory, files), BuildOutcome(what, "reused", time.monotonic() - started)
+    # Fill beside the final folder and rename: an interrupted run never leaves a half set behind.
     partial = directory.with_name(f"{directory.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        _download(requirements, partial)
-        wheels = {path.name: sha256_file(path) for path in sorted(partial.glob("*.whl"))}
-        (partial / MANIFEST).write_text(json.dumps(wheels, indent=1, sort_keys=True))
+        fill(partial)
+        files = {path.name: sha256_file(path) for path in sorted(partial.glob(pattern))}
+        (partial / MANIFEST).write_text(json.dumps(files, indent=1, sort_keys=True))
         shutil.rmtree(directory, ignore_errors=True)
         partial.rename(directory)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-    return PackageSet(directory, wheels), BuildOutcome(what, "built", time.monotonic() - started)
+    return PackageSet(directory, files), BuildOutcome(what, "built", time.monotonic() - started)
 
 
 def _download(requirements: list[str], dest: Path) -> None:

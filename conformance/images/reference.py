@@ -12,7 +12,7 @@ import docker
 from conformance import __version__
 from conformance.images.base import find_image
 from conformance.images.digest import combine, sha256_file, tag_of
-from conformance.images.imagebuild import build_image, link_or_copy, remove_older
+from conformance.images.imagebuild import build_image, fill_wheel_context, remove_older
 from conformance.images.layout import (IMAGES_DIR, LABEL_HASH, LABEL_KIND, LABEL_PARAMS_PREFIX, LABEL_PROTOCOL,
                                        LABEL_PROTOCOLS, LABEL_ROLES, LABEL_VERSION, reference_repository)
 from conformance.images.packages import PackageSet
@@ -76,10 +76,5 @@ def ensure_reference_image(client: docker.DockerClient, protocol: str, *, base_i
 
 
 def _fill_context(context: Path, packages: PackageSet, wheel: Path) -> None:
-    shutil.copy2(DOCKERFILE, context / "Dockerfile")
+    fill_wheel_context(context, DOCKERFILE, packages, wheel)
     shutil.copy2(ENTRYPOINT, context / "entrypoint.sh")
-    (context / "packages").mkdir()
-    for name in packages.wheels:
-        link_or_copy(packages.directory / name, context / "packages" / name)
-    (context / "project").mkdir()
-    shutil.copy2(wheel, context / "project" / wheel.name)
