@@ -32,8 +32,8 @@ _PREFIX = r"(?:[\w.]+: )?"
 ALLURE2_CATEGORIES = [
     {"name": "FAILED: breaks a MUST", "matchedStatuses": ["failed"], "messageRegex": rf"(?s){_PREFIX}FAILED\b.*"},
     {
-        "name": "NON-STRICT: breaks a SHOULD (strict mode)",
-        "matchedStatuses": ["failed"],
+        "name": "NON-STRICT: breaks a SHOULD",
+        "matchedStatuses": ["failed", "unknown"],
         "messageRegex": rf"(?s){_PREFIX}NON-STRICT\b.*",
     },
     {
@@ -46,24 +46,32 @@ ALLURE2_CATEGORIES = [
         "matchedStatuses": ["skipped"],
         "messageRegex": rf"(?s){_PREFIX}UNSUPPORTED\b.*",
     },
+    {
+        "name": "NOT-APPLICABLE: the target offers no endpoint for it",
+        "matchedStatuses": ["skipped"],
+        "messageRegex": rf"(?s){_PREFIX}NOT-APPLICABLE\b.*",
+    },
+    {
+        "name": "INFORMATIONAL: observed, the spec leaves it open",
+        "matchedStatuses": ["unknown"],
+        "messageRegex": rf"(?s){_PREFIX}INFORMATIONAL\b.*",
+    },
 ]
 
-# The same categories for Allure 3's own report (JavaScript regexes, partial
-# match). NON-STRICT cases pass unless --strict, so they are found by the tag
-# label the suite gives them rather than by status.
+# Allure 3's own report: one category per grade that is not PASSED, found by the "grade" label
+# the suite gives every case (conformance/allure_view.py), so grades that share an Allure status
+# (INFORMATIONAL and NON-STRICT are "unknown", UNSUPPORTED and NOT-APPLICABLE "skipped") still
+# show apart.
+_GRADE_CATEGORIES = [
+    ("FAILED", "FAILED: breaks a MUST"),
+    ("ERROR", "ERROR: the case could not run"),
+    ("NON-STRICT", "NON-STRICT: breaks a SHOULD"),
+    ("INFORMATIONAL", "INFORMATIONAL: observed, the spec leaves it open"),
+    ("UNSUPPORTED", "UNSUPPORTED: feature declared not implemented"),
+    ("NOT-APPLICABLE", "NOT-APPLICABLE: the target offers no endpoint for it"),
+]
 ALLURE3_CATEGORIES = {
-    "rules": [
-        {"name": "FAILED: breaks a MUST", "matchers": {"statuses": ["failed"], "message": rf"^{_PREFIX}FAILED\b"}},
-        {"name": "NON-STRICT: breaks a SHOULD", "matchers": {"labels": {"tag": "^NON-STRICT$"}}},
-        {
-            "name": "ERROR: the case could not run",
-            "matchers": {"statuses": ["failed", "broken"], "message": rf"^{_PREFIX}ERROR\b"},
-        },
-        {
-            "name": "UNSUPPORTED: feature declared not implemented",
-            "matchers": {"statuses": ["skipped"], "message": rf"^{_PREFIX}UNSUPPORTED\b"},
-        },
-    ]
+    "rules": [{"name": name, "matchers": {"labels": {"grade": f"^{grade}$"}}} for grade, name in _GRADE_CATEGORIES]
 }
 
 

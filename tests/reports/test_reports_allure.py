@@ -23,8 +23,9 @@ def allure_cli() -> None:
 def _results(folder: Path, ok_status: str) -> Path:
     folder.mkdir(parents=True)
     ok_message = "" if ok_status == "passed" else "conformance.plugin.CaseFailed: FAILED: no version reply"
+    ok_grade = [{"name": "grade", "value": "PASSED" if ok_status == "passed" else "FAILED"}]
     cases = [
-        allure_result("stmp/handshake/version-ok", f"ok-{ok_status}", ok_status, ok_message, 0, 0),
+        allure_result("stmp/handshake/version-ok", f"ok-{ok_status}", ok_status, ok_message, 0, 0, labels=ok_grade),
         allure_result(
             "stmp/handshake/version-unsupported",
             f"unsup-{ok_status}",
@@ -32,6 +33,7 @@ def _results(folder: Path, ok_status: str) -> Path:
             "conformance.plugin.CaseFailed: FAILED: server accepted version 9.9",
             1,
             1,
+            labels=[{"name": "grade", "value": "FAILED"}],
         ),
         allure_result(
             "stmp/ping/interval",
@@ -40,7 +42,7 @@ def _results(folder: Path, ok_status: str) -> Path:
             "",
             0,
             0,
-            labels=[{"name": "tag", "value": "NON-STRICT"}],
+            labels=[{"name": "grade", "value": "NON-STRICT"}],
         ),
         allure_result(
             "stmp/ping/feature",
@@ -49,6 +51,7 @@ def _results(folder: Path, ok_status: str) -> Path:
             "Skipped: UNSUPPORTED: the target declares no heartbeat",
             0,
             0,
+            labels=[{"name": "grade", "value": "UNSUPPORTED"}],
         ),
     ]
     for case in cases:
@@ -94,7 +97,8 @@ def test_categories_split_failed_non_strict_and_unsupported(allure_cli, tmp_path
     results = _results(tmp_path / "run" / "allure-results", "failed")
     index = allure.generate([results], tmp_path / "report", tmp_path / "history")
     written = json.loads((results / "categories.json").read_text(encoding="utf-8"))
-    assert [c["name"].split(":")[0] for c in written] == ["FAILED", "NON-STRICT", "ERROR", "UNSUPPORTED"]
+    assert [c["name"].split(":")[0] for c in written] == ["FAILED", "NON-STRICT", "ERROR", "UNSUPPORTED",
+                                                             "NOT-APPLICABLE", "INFORMATIONAL"]
     tree = json.loads((index.parent / "widgets" / "categories.json").read_text(encoding="utf-8"))
     members: dict[str, set[str]] = {}
     for node_id in tree["roots"]:

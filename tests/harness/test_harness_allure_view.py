@@ -1,0 +1,96 @@
+"""What Allure shows of each grade: a status that is never a green pass for a grade that is not
+PASSED, the grade by name, the tree protocol / family / case, links, environment, wire log."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from allure_commons import model2
+
+from conformance.allure_view import GradeStatus, Verdict, write_environment
+from conformance.grading import Grade
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Allure's statuses are passed, failed, broken, skipped and unknown (allure-python-commons
+# model2.Status); "broken" is Allure's word for a test that could not run.
+EXPECTED_STATUS = {
+    Grade.PASSED: "passed",
+    Grade.FAILED: "failed",
+    Grade.ERROR: "broken",
+    Grade.NON_STRICT: "unknown",
+    Grade.INFORMATIONAL: "unknown",
+    Grade.UNSUPPORTED: "skipped",
+    Grade.NOT_APPLICABLE: "skipped",
+}
+
+
+def _graded(grade: Grade, pytest_status: str, strict: bool = False) -> model2.TestResult:
+    result = model2.TestResult(name="stmp/ping/x [tcp]", status=pytest_status, labels=[
+        model2.Label(name="parentSuite", value="scenarios.stmp"), model2.Label(name="suite", value="ping"),
+        model2.Label(name="parentSuite", value="stmp"), model2.Label(name="suite", value="ping"),
+        model2.Label(name="subSuite", value="stmp/ping/x")])
+    plugin = GradeStatus()
+    plugin.expect(result.name, Verdict(grade, "what happened", "wirelogs/x.log", strict))
+    plugin.report_result(result)
+    return result
+
+
+def test_every_grade_gets_its_own_status_and_names_itself() -> None:
+    # the status pytest gives each grade: a pass for PASSED, INFORMATIONAL, NON-STRICT
+    pytest_status = {Grade.FAILED: "failed", Grade.ERROR: "failed", Grade.UNSUPPORTED: "skipped",
+                     Grade.NOT_APPLICABLE: "skipped"}
+    for grade in Grade:
+        result = _graded(grade, pytest_status.get(grade, "passed"))
+        assert result.status == EXPECTED_STATUS[grade], grade
+        if grade is not Grade.PASSED:
+            assert result.statusDetails.message.startswith(f"{grade.value}: what happened"), grade
+            assert "wire log: wirelogs/x.log" in result.statusDetails.message
+
+
+def test_strict_non_strict_stays_failed_and_tree_is_protocol_family_case() -> None:
+    result = _graded(Grade.NON_STRICT, "failed", strict=True)
+    assert result.status == "failed"
+    assert [(label.name, label.value) for label in result.labels] == [
+        ("parentSuite", "stmp"), ("suite", "ping"), ("subSuite", "stmp/ping/x")]
+
+
+def test_environment_file_escapes_values(tmp_path: Path) -> None:
+    path = write_environment(tmp_path, implementation="acme", version="2.1", protocols=["mc0", "stmp"],
+                             target="tcp://127.0.0.1:9000", commit="abc123")
+    assert path.read_text().splitlines() == [
+        "implementation=acme", "implementation.version=2.1", "protocols=mc0, stmp",
+        "target=tcp\\://127.0.0.1\\:9000", "suite.version=0.1.0", "suite.commit=abc123"]
+
+
+def test_a_run_writes_grades_links_tree_and_environment(tmp_path: Path) -> None:
+    # a "server" that accepts and never answers: tcp FAILED, ws NOT-APPLICABLE (no ws endpoint)
+    silent = (f"cmd:{sys.executable} -c \"import socket,time;s=socket.socket();"
+              f"s.bind(('127.0.0.1',{{port}}));s.listen();c=s.accept();time.sleep(60)\"")
+    run = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "stmp", "--target", silent,
+                          "--impl-name", "silent", "--impl-version", "0.9", "--out", str(tmp_path),
+                          "-k", "stmp/handshake/one-version"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout[-2000:]
+    folder = tmp_path / "allure-results"
+    results = {r["name"]: r for r in (json.loads(p.read_text()) for p in folder.glob("*-result.json"))}
+    failed = results["stmp/handshake/one-version [tcp] FAILED"]
+    skipped = results["stmp/handshake/one-version [ws] NOT-APPLICABLE"]
+    assert failed["status"] == "failed" and skipped["status"] == "skipped"
+    labels = [(label["name"], label["value"]) for label in failed["labels"]]
+    assert [lv for lv in labels if lv[0] in ("parentSuite", "suite", "subSuite")] == [
+        ("parentSuite", "stmp"), ("suite", "handshake"), ("subSuite", "stmp/handshake/one-version")]
+    assert ("grade", "FAILED") in labels and ("tag", "FAILED") in labels
+    assert ("grade", "NOT-APPLICABLE") in [(label["name"], label["value"]) for label in skipped["labels"]]
+    links = {link["name"].split(":")[0]: link["url"] for link in failed["links"]}
+    assert links["spec"] == "https://github.com/acrazing/stmp"
+    assert links["requirement"].startswith("file://") and links["requirement"].endswith("/docs/profiles/stmp.md")
+    assert links["compliance matrix"] == "../compliance/matrix.html#matrix-stmp"
+    record = next(r for r in map(json.loads, (tmp_path / "records.jsonl").read_text().splitlines())
+                  if r["transport"] == "tcp")
+    assert f"wire log: {record['wirelog']}" in failed["statusDetails"]["message"]
+    environment = (folder / "environment.properties").read_text().splitlines()
+    assert {"implementation=silent", "implementation.version=0.9", "protocols=stmp"} <= set(environment)
+    assert any(line.startswith("suite.commit=") for line in environment)
