@@ -32,7 +32,7 @@ def allure_html(results: Path, out: Path, history: Path) -> str:
         return f"skipped ({exc})"
     except AllureFailed as exc:
         return f"failed ({exc})"
-    return f"{out / 'index.html'} (served) and {out / 'offline.html'} (opens from disk)"
+    return f"{out / 'index.html'} (one page: open it from disk or serve it)"
 
 
 def compliance(runs: list[Path], out: Path) -> str:

@@ -144,7 +144,7 @@ def _clear_previous_report(out_dir: Path) -> None:
     """Allure 3 nests a new report beside an old one in a non-empty folder, so replace it whole."""
     if not out_dir.exists() or not any(out_dir.iterdir()):
         return
-    if not ((out_dir / "index.html").is_file() and (out_dir / "data").is_dir()):
+    if not ((out_dir / "index.html").is_file() and (out_dir / "summary.json").is_file()):
         raise FileExistsError(f"{out_dir} is not empty and holds no Allure report: refusing to replace it")
     shutil.rmtree(out_dir)
 
@@ -160,7 +160,8 @@ def generate(
     """Generate the report into out_dir, appending this generation to history_dir's history.
 
     matrix_page: the compliance matrix (a path, linked relative to the report, or a URL).
-    Returns the report's index.html.
+    Returns the report's index.html: one self-contained page that opens from disk (file://)
+    as well as from a web server.
     """
     command = _npx(project_root)
     results_dirs = [Path(d).resolve() for d in results_dirs]
@@ -184,6 +185,9 @@ def generate(
                     "output": str(out_dir),
                     "historyPath": str(history_dir / HISTORY_FILE),
                     "categories": ALLURE3_CATEGORIES,
+                    # One page holding its data: the multi-file report fetches its data, which
+                    # browsers refuse to a page opened from disk, so it would spin forever there.
+                    "plugins": {"awesome": {"options": {"singleFile": True, "reportName": report_name}}},
                 },
                 indent=2,
             ),
@@ -209,30 +213,5 @@ def generate(
     index = out_dir / "index.html"
     if run.returncode != 0 or not index.is_file():
         raise AllureFailed(f"allure generate exited {run.returncode}: {(run.stderr or run.stdout).strip()[-2000:]}")
-    _offline_page(command, results_dirs, out_dir, report_name, project_root)
     _strip_analytics(out_dir)
     return index
-
-
-OFFLINE_PAGE = "offline.html"
-
-
-def _offline_page(command: list[str], results_dirs: list[Path], out_dir: Path, report_name: str,
-                  project_root: Path) -> None:
-    """The same report as one self-contained page: the multi-file report fetches its data, which
-    browsers refuse for a page opened from disk (file://).  No history: this is a view, not a run."""
-    with tempfile.TemporaryDirectory(prefix="allure-offline-") as scratch:
-        config = Path(scratch) / "allurerc.json"
-        single = Path(scratch) / "single"
-        config.write_text(json.dumps({
-            "name": report_name, "output": str(single), "categories": ALLURE3_CATEGORIES,
-            "plugins": {"awesome": {"options": {"singleFile": True, "reportName": report_name}}},
-        }), encoding="utf-8")
-        run = subprocess.run([*command, "generate", "--config", str(config), "--output", str(single),
-                              *map(str, results_dirs)], cwd=project_root, capture_output=True, text=True,
-                             timeout=GENERATE_TIMEOUT_S, env={**os.environ, "ALLURE_NO_ANALYTICS": "true"})
-        page = single / "index.html"
-        if run.returncode != 0 or not page.is_file():
-            raise AllureFailed(f"allure generate (single file) exited {run.returncode}: "
-                               f"{(run.stderr or run.stdout).strip()[-2000:]}")
-        shutil.copyfile(page, out_dir / OFFLINE_PAGE)

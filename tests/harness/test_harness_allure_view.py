@@ -94,3 +94,23 @@ def test_a_run_writes_grades_links_tree_and_environment(tmp_path: Path) -> None:
     environment = (folder / "environment.properties").read_text().splitlines()
     assert {"implementation=silent", "implementation.version=0.9", "protocols=stmp"} <= set(environment)
     assert any(line.startswith("suite.commit=") for line in environment)
+
+
+def test_finish_names_the_one_page_that_opens_from_disk(tmp_path: Path) -> None:
+    import pytest
+
+    from conformance.finish import allure_html
+    from reports import allure
+    try:
+        allure._npx(allure.PROJECT_ROOT)
+    except allure.AllureUnavailable as exc:
+        pytest.skip(f"Allure 3 CLI not available: {exc}")
+    results = tmp_path / "allure-results"
+    write_environment(results, implementation="acme", version="1", protocols=["stmp"], target="ref", commit="c")
+    (results / "a-result.json").write_text(json.dumps({
+        "uuid": "a", "historyId": "h", "name": "stmp/x/y [tcp]", "fullName": "f", "status": "passed",
+        "start": 1, "stop": 2, "labels": [{"name": "grade", "value": "PASSED"}]}))
+    line = allure_html(results, tmp_path / "allure-report", tmp_path / "history")
+    page = tmp_path / "allure-report" / "index.html"
+    assert line == f"{page} (one page: open it from disk or serve it)"
+    assert page.is_file() and not (tmp_path / "allure-report" / "data").exists()

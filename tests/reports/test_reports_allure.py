@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -59,11 +61,18 @@ def _results(folder: Path, ok_status: str) -> Path:
     return folder
 
 
+def _embedded(report_dir: Path) -> dict[str, bytes]:
+    """The files a single-file Allure page carries inside it, by the path the page reads them at."""
+    page = (report_dir / "index.html").read_text(encoding="utf-8")
+    return {path: base64.b64decode(data) for path, data in re.findall(r'd\("([^"]+)","([A-Za-z0-9+/=]*)"\)', page)}
+
+
 def _test_result(report_dir: Path, name: str) -> dict:
-    for path in (report_dir / "data" / "test-results").glob("*.json"):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data["name"] == name:
-            return data
+    for path, data in _embedded(report_dir).items():
+        if path.startswith("data/test-results/"):
+            result = json.loads(data)
+            if result["name"] == name:
+                return result
     raise AssertionError(f"no test result named {name}")
 
 
@@ -81,10 +90,13 @@ def test_report_keeps_history_and_trend_across_generations(allure_cli, tmp_path:
     )
     assert first == second == report / "index.html" and second.is_file()
     assert not (report / "awesome").exists()
+    # one page, no data folder beside it for the page to fetch (a page opened from disk cannot)
+    assert not (report / "data").exists() and not (report / "widgets").exists()
     entries = [json.loads(line) for line in (history / allure.HISTORY_FILE).read_text(encoding="utf-8").splitlines()]
     assert [e["uuid"] for e in entries][:1] == [first_uuid] and len(entries) == 2
     # The second report carries the first generation as history, as a whole and per test.
-    assert [p.stem for p in (report / "data" / "history").glob("*.json")] == [first_uuid]
+    embedded = _embedded(report)
+    assert [p for p in embedded if p.startswith("data/history/")] == [f"data/history/{first_uuid}.json"]
     ok = _test_result(report, "version-ok")
     assert ok["status"] == "passed"
     assert [h["status"] for h in ok["history"]] == ["failed"]
@@ -99,7 +111,7 @@ def test_categories_split_failed_non_strict_and_unsupported(allure_cli, tmp_path
     written = json.loads((results / "categories.json").read_text(encoding="utf-8"))
     assert [c["name"].split(":")[0] for c in written] == ["FAILED", "NON-STRICT", "ERROR", "UNSUPPORTED",
                                                              "NOT-APPLICABLE", "INFORMATIONAL"]
-    tree = json.loads((index.parent / "widgets" / "categories.json").read_text(encoding="utf-8"))
+    tree = json.loads(_embedded(index.parent)["widgets/categories.json"])
     members: dict[str, set[str]] = {}
     for node_id in tree["roots"]:
         category = tree["nodes"][node_id]
