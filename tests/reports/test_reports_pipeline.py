@@ -216,3 +216,13 @@ def test_tcp_only_server_is_judged_on_tcp_and_unsupported_musts_are_not_tested(s
     levels = {(r["implementation"], r["protocol"]): r["level"] for r in read_json_table(out, "compliance")}
     assert levels == {("tcponly", "stmp"): "fully compliant", ("declines", "stmp"): "not fully tested"}
     assert "tcponly 1: fully compliant (MUST cases 2: 2 passed" in format_summary(summary)
+
+
+def test_the_report_names_its_stages_on_stderr(spark, fixture_root: Path, tmp_path: Path, capsys) -> None:
+    run_report(spark, ReportOptions(inputs=[str(fixture_root / "runs")], out=tmp_path / "out",
+                                    baseline=str(fixture_root / "runs" / "a1"),
+                                    requirements_dir=fixture_root / "requirements", spec_root=fixture_root / "shared"))
+    steps = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert [line.split(": ", 1)[1].split(" ")[0] for line in steps] == [
+        "reading", "matrix,", "baseline:", "compliance", "summary", "matrix"]
+    assert steps[0].startswith("[1/6] report: ") and steps[-1].startswith("[6/6] report: ")
