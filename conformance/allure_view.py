@@ -113,11 +113,15 @@ def _set_message(result, message: str) -> None:
 
 
 def _keep_last_suite_labels(result) -> None:
-    """allure-pytest labels the suites from the file path (scenarios.stmp / handshake); the
-    case's own labels come later and win, so the tree is protocol / family / case."""
+    """allure-pytest labels the suites, and sets the title path Allure 3 builds its tree from,
+    after the file path (scenarios / stmp / handshake.yaml); the case's own suite labels come
+    later and win, so the tree is protocol / family / case."""
     last = {label.name: i for i, label in enumerate(result.labels) if label.name in SUITE_LABELS}
     result.labels = [label for i, label in enumerate(result.labels)
                      if label.name not in SUITE_LABELS or last[label.name] == i]
+    suites = {label.name: label.value for label in result.labels if label.name in SUITE_LABELS}
+    if len(suites) == len(SUITE_LABELS):
+        result.titlePath = [suites[name] for name in SUITE_LABELS]
 
 
 def register_grade_status() -> GradeStatus:

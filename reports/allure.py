@@ -110,7 +110,28 @@ def _matrix_link(matrix_page: str | None, out_dir: Path) -> str | None:
     return os.path.relpath(Path(matrix_page).resolve(), out_dir.resolve())
 
 
-def _report_metadata(folder: Path, matrix_link: str | None, report_name: str) -> None:
+def _run_environment(results_dirs: list[Path]) -> dict[str, str]:
+    """The runs' environment.properties entries (still escaped), the values of several runs joined.
+
+    Allure keeps only the last environment file it reads, so the report's own file carries the
+    runs' entries too.
+    """
+    merged: dict[str, list[str]] = {}
+    for folder in results_dirs:
+        path = folder / "environment.properties"
+        if not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() and not key.lstrip().startswith(("#", "!")):
+                values = merged.setdefault(key.strip(), [])
+                if value not in values:
+                    values.append(value)
+    return {key: ", ".join(values) for key, values in merged.items()}
+
+
+def _report_metadata(folder: Path, matrix_link: str | None, report_name: str,
+                     results_dirs: list[Path] = ()) -> None:
     """executor.json and environment.properties, in a results folder of their own.
 
     Kept out of the runs' folders so a run's own environment file is never overwritten.
@@ -121,10 +142,13 @@ def _report_metadata(folder: Path, matrix_link: str | None, report_name: str) ->
         executor["buildName"] = "compliance matrix"
         executor["buildUrl"] = matrix_link
     (folder / "executor.json").write_text(json.dumps(executor, indent=2) + "\n", encoding="utf-8")
+    environment = _run_environment(list(results_dirs))
     if matrix_link:
         # Properties files escape ':' and '=' in values with a backslash.
-        value = matrix_link.replace("\\", "\\\\").replace(":", "\\:").replace("=", "\\=")
-        (folder / "environment.properties").write_text(f"compliance-matrix={value}\n", encoding="utf-8")
+        environment["compliance-matrix"] = matrix_link.replace("\\", "\\\\").replace(":", "\\:").replace("=", "\\=")
+    if environment:
+        (folder / "environment.properties").write_text(
+            "".join(f"{key}={value}\n" for key, value in environment.items()), encoding="utf-8")
 
 
 # Allure's report pages load Google's tag manager; a published conformance
@@ -176,7 +200,7 @@ def generate(
     with tempfile.TemporaryDirectory(prefix="allure-meta-") as scratch:
         meta = Path(scratch) / "results"
         meta.mkdir()
-        _report_metadata(meta, _matrix_link(matrix_page, out_dir), report_name)
+        _report_metadata(meta, _matrix_link(matrix_page, out_dir), report_name, results_dirs)
         config = Path(scratch) / "allurerc.json"
         config.write_text(
             json.dumps(
@@ -187,7 +211,11 @@ def generate(
                     "categories": ALLURE3_CATEGORIES,
                     # One page holding its data: the multi-file report fetches its data, which
                     # browsers refuse to a page opened from disk, so it would spin forever there.
-                    "plugins": {"awesome": {"options": {"singleFile": True, "reportName": report_name}}},
+                    "plugins": {"awesome": {"options": {
+                        "singleFile": True, "reportName": report_name,
+                        # the tree: protocol / case family / case (conformance/allure_view.py)
+                        "groupBy": ["parentSuite", "suite", "subSuite"],
+                    }}},
                 },
                 indent=2,
             ),

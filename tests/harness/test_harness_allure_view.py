@@ -56,6 +56,7 @@ def test_strict_non_strict_stays_failed_and_tree_is_protocol_family_case() -> No
     assert result.status == "failed"
     assert [(label.name, label.value) for label in result.labels] == [
         ("parentSuite", "stmp"), ("suite", "ping"), ("subSuite", "stmp/ping/x")]
+    assert result.titlePath == ["stmp", "ping", "stmp/ping/x"]  # Allure 3 draws its tree from this
 
 
 def test_environment_file_escapes_values(tmp_path: Path) -> None:
@@ -82,6 +83,7 @@ def test_a_run_writes_grades_links_tree_and_environment(tmp_path: Path) -> None:
     labels = [(label["name"], label["value"]) for label in failed["labels"]]
     assert [lv for lv in labels if lv[0] in ("parentSuite", "suite", "subSuite")] == [
         ("parentSuite", "stmp"), ("suite", "handshake"), ("subSuite", "stmp/handshake/one-version")]
+    assert failed["titlePath"] == ["stmp", "handshake", "stmp/handshake/one-version"]
     assert ("grade", "FAILED") in labels and ("tag", "FAILED") in labels
     assert ("grade", "NOT-APPLICABLE") in [(label["name"], label["value"]) for label in skipped["labels"]]
     links = {link["name"].split(":")[0]: link["url"] for link in failed["links"]}

@@ -145,3 +145,35 @@ def test_missing_cli_is_a_clear_error(tmp_path: Path) -> None:
         expected = "npm ci"
     with pytest.raises(allure.AllureUnavailable, match=expected):
         allure.generate([tmp_path], tmp_path / "out", tmp_path / "history", project_root=tmp_path)
+
+
+def test_environment_widget_shows_the_runs_entries_and_the_matrix(allure_cli, tmp_path: Path) -> None:
+    first = _results(tmp_path / "run1" / "allure-results", "passed")
+    second = _results(tmp_path / "run2" / "allure-results", "failed")
+    (first / "environment.properties").write_text("implementation=acme\ntarget=tcp\\://127.0.0.1\\:9000\n")
+    (second / "environment.properties").write_text("implementation=beta\ntarget=tcp\\://127.0.0.1\\:9000\n")
+    report = tmp_path / "report"
+    allure.generate([first, second], report, tmp_path / "history", matrix_page="https://example.org/matrix.html")
+    widget = {e["name"]: e["values"] for e in json.loads(_embedded(report)["widgets/allure_environment.json"])}
+    assert widget == {"implementation": ["acme, beta"], "target": ["tcp://127.0.0.1:9000"],
+                      "compliance-matrix": ["https://example.org/matrix.html"]}
+
+
+def test_tree_is_protocol_then_family_then_case(allure_cli, tmp_path: Path) -> None:
+    results = tmp_path / "allure-results"
+    results.mkdir()
+    suites = [{"name": "parentSuite", "value": "stmp"}, {"name": "suite", "value": "handshake"},
+              {"name": "subSuite", "value": "stmp/handshake/one-version"}]
+    case = allure_result("stmp/handshake/one-version", "u1", "passed", "", 0, 0, labels=suites)
+    case["titlePath"] = ["scenarios", "stmp", "handshake.yaml"]  # what allure-pytest would give
+    (results / "u1-result.json").write_text(json.dumps(case), encoding="utf-8")
+    report = tmp_path / "report"
+    allure.generate([results], report, tmp_path / "history")
+    tree = json.loads(_embedded(report)["widgets/tree.json"])
+    groups, path = tree["groupsById"], []
+    level = tree["root"]
+    while level.get("groups"):
+        (only,) = level["groups"]
+        level = groups[only]
+        path.append(level["name"])
+    assert path == ["stmp", "handshake", "stmp/handshake/one-version"]
