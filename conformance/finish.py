@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     counts = summarize(args.run / "records.jsonl")
     report = compliance([args.run, *(p for p in args.also if (p / "records.jsonl").exists())], args.out / "compliance")
-    allure = allure_html(args.run / "allure-results", args.out / "allure-report", args.out / "allure-history.jsonl")
+    # outside the run folder, which the main job replaces: each run adds to the trend kept here
+    allure = allure_html(args.run / "allure-results", args.out / "allure-report", args.out / "allure-history")
     grades = sorted({g for _, g in counts})
     print("\n== conformance: cases per grade ==")
     print(f"{'protocol':<15}" + "".join(f"{g:>15}" for g in grades))
