@@ -24,10 +24,10 @@ def summarize(records: Path) -> Counter:
     return counts
 
 
-def allure_html(results: Path, out: Path, history: Path) -> str:
+def allure_html(results: Path, out: Path, history: Path, matrix: Path | None = None) -> str:
     from reports.allure import AllureFailed, AllureUnavailable, generate
     try:
-        generate([results], out, history)
+        generate([results], out, history, matrix_page=str(matrix) if matrix and matrix.is_file() else None)
     except AllureUnavailable as exc:
         return f"skipped ({exc})"
     except AllureFailed as exc:
@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     counts = summarize(args.run / "records.jsonl")
     report = compliance([args.run, *(p for p in args.also if (p / "records.jsonl").exists())], args.out / "compliance")
     # outside the run folder, which the main job replaces: each run adds to the trend kept here
-    allure = allure_html(args.run / "allure-results", args.out / "allure-report", args.out / "allure-history")
+    allure = allure_html(args.run / "allure-results", args.out / "allure-report", args.out / "allure-history",
+                         args.out / "compliance" / "matrix.html")
     grades = sorted({g for _, g in counts})
     print("\n== conformance: cases per grade ==")
     print(f"{'protocol':<15}" + "".join(f"{g:>15}" for g in grades))

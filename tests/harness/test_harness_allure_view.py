@@ -112,7 +112,11 @@ def test_finish_names_the_one_page_that_opens_from_disk(tmp_path: Path) -> None:
     (results / "a-result.json").write_text(json.dumps({
         "uuid": "a", "historyId": "h", "name": "stmp/x/y [tcp]", "fullName": "f", "status": "passed",
         "start": 1, "stop": 2, "labels": [{"name": "grade", "value": "PASSED"}]}))
-    line = allure_html(results, tmp_path / "allure-report", tmp_path / "history")
+    matrix = tmp_path / "compliance" / "matrix.html"
+    matrix.parent.mkdir()
+    matrix.write_text("<html></html>")
+    line = allure_html(results, tmp_path / "allure-report", tmp_path / "history", matrix)
     page = tmp_path / "allure-report" / "index.html"
     assert line == f"{page} (one page: open it from disk or serve it)"
     assert page.is_file() and not (tmp_path / "allure-report" / "data").exists()
+    assert '"reportUrl":"../compliance/matrix.html"' in page.read_text()  # as allure_view.MATRIX_PAGE links it
