@@ -29,6 +29,7 @@ from conformance.targets import Target, TargetError, parse_target, probe_endpoin
 from conformance.vectors.check import VectorFileError, adapter_for as vector_adapter, check_test, load_vector_file
 
 _STATE = pytest.StashKey["_State"]()
+_GRADE_STATUS = pytest.StashKey[Any]()
 _SEVERITY = {"MUST": "critical", "SHOULD": "normal", "MAY": "minor", "INFO": "trivial"}
 
 
@@ -138,6 +139,9 @@ def _parse_params(items: list[str]) -> dict[str, int]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a conformance case from a scenario file")
     config.stash[_STATE] = _State(config)
+    if config.stash[_STATE].allure:
+        from conformance.allure_view import register_grade_status
+        config.stash[_GRADE_STATUS] = register_grade_status()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -159,6 +163,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
     if state is not None:
         state.close()
+    grade_status = config.stash.get(_GRADE_STATUS, None)
+    if grade_status is not None:
+        from conformance.allure_view import unregister
+        unregister(grade_status)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = session.config.stash.get(_STATE, None)
+    results = getattr(session.config.option, "allure_report_dir", None)
+    if state is None or not state.allure or not results or not state.writer.counts:
+        return
+    from conformance.allure_view import write_environment
+    write_environment(Path(results), implementation=state.implementation, version=state.impl_version,
+                      protocols=sorted({p for p, _ in state.writer.counts}), target=state.target_spec)
 
 
 _TOP_KEY = re.compile(rb"^(protocol|cases):[ \t]*([^\s#]*)", re.MULTILINE)
@@ -324,33 +342,47 @@ class ScenarioItem(pytest.Item):
         })
         self.user_properties.append(("grade", grade.value))
         if state.allure:
-            self._allure(state, grade, message, log_text)
+            self._allure(state, grade, message, log_text, wirelog)
         if grade in (Grade.UNSUPPORTED, Grade.NOT_APPLICABLE):
             pytest.skip(f"{grade.value}: {message}")
         if grade.is_failure(strict=state.strict):
             raise CaseFailed(grade, message)
 
-    def _allure(self, state: _State, grade: Grade, message: str, log_text: str | None) -> None:
+    def _allure(self, state: _State, grade: Grade, message: str, log_text: str | None, wirelog: str | None) -> None:
         import allure
+
+        from conformance.allure_view import MATRIX_PAGE, Verdict, profile_page, title
+        from conformance.spec_links import public_spec_url, split_spec_ref
         case = self.case
         allure.dynamic.epic(case.protocol)
         allure.dynamic.feature(case.family)
         allure.dynamic.story(case.id)
-        allure.dynamic.title(f"{case.id} [{self.transport}]")
+        allure.dynamic.parent_suite(case.protocol)
+        allure.dynamic.suite(case.family)
+        allure.dynamic.sub_suite(case.id)
+        name = title(case.id, self.transport, grade)
+        allure.dynamic.title(name)
         allure.dynamic.severity(_SEVERITY.get(case.requirement, "normal"))
         allure.dynamic.label("requirement", case.requirement)
         allure.dynamic.label("grade", grade.value)
-        if grade is Grade.NON_STRICT:
-            allure.dynamic.tag("NON-STRICT")
+        if grade is not Grade.PASSED:
+            allure.dynamic.tag(grade.value)
         allure.dynamic.parameter("target", state.target_spec)
         allure.dynamic.parameter("implementation", state.implementation)
         allure.dynamic.parameter("transport", self.transport)
+        section = split_spec_ref(case.spec_ref)[1]
+        if spec_url := public_spec_url(case.protocol, section):
+            allure.dynamic.link(spec_url, name=f"spec: {section or case.protocol}")
+        if profile := profile_page(case.protocol):
+            allure.dynamic.link(profile, name=f"requirement: {case.requirement} ({case.protocol} profile)")
+        allure.dynamic.link(f"{MATRIX_PAGE}#matrix-{case.protocol}", name="compliance matrix")
         description = f"**{case.title}**\n\n> {case.spec}\n\n({case.requirement}, {case.spec_ref})"
         if case.profile:
             description += f"\n\nProfile: {case.profile}"
         allure.dynamic.description(description + f"\n\nGrade: **{grade.value}** {message}")
         if log_text is not None and grade is not Grade.PASSED:
             allure.attach(log_text, name="wire log", attachment_type=allure.attachment_type.TEXT)
+        self.config.stash[_GRADE_STATUS].expect(name, Verdict(grade, message, wirelog, state.strict))
 
     def repr_failure(self, excinfo, style=None) -> str:
         if isinstance(excinfo.value, CaseFailed):

@@ -112,6 +112,11 @@ class WireLog:
     def note(self, text: str) -> None:
         self._add(NOTE, text)
 
+    def decoded(self, direction: str, summary: str) -> None:
+        """A frame as the protocol reads it, under the chunk(s) that carried it, so the log
+        shows the decoded frame beside its hex dump."""
+        self._add(NOTE, f"{direction} decoded: {summary}")
+
     def render(self) -> str:
         head, tail = self._head, list(self._tail)
         parts = [(head, False, True), (tail, True, False)] if self.dropped else [(head + tail, False, False)]

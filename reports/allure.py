@@ -32,8 +32,8 @@ _PREFIX = r"(?:[\w.]+: )?"
 ALLURE2_CATEGORIES = [
     {"name": "FAILED: breaks a MUST", "matchedStatuses": ["failed"], "messageRegex": rf"(?s){_PREFIX}FAILED\b.*"},
     {
-        "name": "NON-STRICT: breaks a SHOULD (strict mode)",
-        "matchedStatuses": ["failed"],
+        "name": "NON-STRICT: breaks a SHOULD",
+        "matchedStatuses": ["failed", "unknown"],
         "messageRegex": rf"(?s){_PREFIX}NON-STRICT\b.*",
     },
     {
@@ -46,24 +46,32 @@ ALLURE2_CATEGORIES = [
         "matchedStatuses": ["skipped"],
         "messageRegex": rf"(?s){_PREFIX}UNSUPPORTED\b.*",
     },
+    {
+        "name": "NOT-APPLICABLE: the target offers no endpoint for it",
+        "matchedStatuses": ["skipped"],
+        "messageRegex": rf"(?s){_PREFIX}NOT-APPLICABLE\b.*",
+    },
+    {
+        "name": "INFORMATIONAL: observed, the spec leaves it open",
+        "matchedStatuses": ["unknown"],
+        "messageRegex": rf"(?s){_PREFIX}INFORMATIONAL\b.*",
+    },
 ]
 
-# The same categories for Allure 3's own report (JavaScript regexes, partial
-# match). NON-STRICT cases pass unless --strict, so they are found by the tag
-# label the suite gives them rather than by status.
+# Allure 3's own report: one category per grade that is not PASSED, found by the "grade" label
+# the suite gives every case (conformance/allure_view.py), so grades that share an Allure status
+# (INFORMATIONAL and NON-STRICT are "unknown", UNSUPPORTED and NOT-APPLICABLE "skipped") still
+# show apart.
+_GRADE_CATEGORIES = [
+    ("FAILED", "FAILED: breaks a MUST"),
+    ("ERROR", "ERROR: the case could not run"),
+    ("NON-STRICT", "NON-STRICT: breaks a SHOULD"),
+    ("INFORMATIONAL", "INFORMATIONAL: observed, the spec leaves it open"),
+    ("UNSUPPORTED", "UNSUPPORTED: feature declared not implemented"),
+    ("NOT-APPLICABLE", "NOT-APPLICABLE: the target offers no endpoint for it"),
+]
 ALLURE3_CATEGORIES = {
-    "rules": [
-        {"name": "FAILED: breaks a MUST", "matchers": {"statuses": ["failed"], "message": rf"^{_PREFIX}FAILED\b"}},
-        {"name": "NON-STRICT: breaks a SHOULD", "matchers": {"labels": {"tag": "^NON-STRICT$"}}},
-        {
-            "name": "ERROR: the case could not run",
-            "matchers": {"statuses": ["failed", "broken"], "message": rf"^{_PREFIX}ERROR\b"},
-        },
-        {
-            "name": "UNSUPPORTED: feature declared not implemented",
-            "matchers": {"statuses": ["skipped"], "message": rf"^{_PREFIX}UNSUPPORTED\b"},
-        },
-    ]
+    "rules": [{"name": name, "matchers": {"labels": {"grade": f"^{grade}$"}}} for grade, name in _GRADE_CATEGORIES]
 }
 
 
@@ -102,7 +110,28 @@ def _matrix_link(matrix_page: str | None, out_dir: Path) -> str | None:
     return os.path.relpath(Path(matrix_page).resolve(), out_dir.resolve())
 
 
-def _report_metadata(folder: Path, matrix_link: str | None, report_name: str) -> None:
+def _run_environment(results_dirs: list[Path]) -> dict[str, str]:
+    """The runs' environment.properties entries (still escaped), the values of several runs joined.
+
+    Allure keeps only the last environment file it reads, so the report's own file carries the
+    runs' entries too.
+    """
+    merged: dict[str, list[str]] = {}
+    for folder in results_dirs:
+        path = folder / "environment.properties"
+        if not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() and not key.lstrip().startswith(("#", "!")):
+                values = merged.setdefault(key.strip(), [])
+                if value not in values:
+                    values.append(value)
+    return {key: ", ".join(values) for key, values in merged.items()}
+
+
+def _report_metadata(folder: Path, matrix_link: str | None, report_name: str,
+                     results_dirs: list[Path] = ()) -> None:
     """executor.json and environment.properties, in a results folder of their own.
 
     Kept out of the runs' folders so a run's own environment file is never overwritten.
@@ -113,10 +142,13 @@ def _report_metadata(folder: Path, matrix_link: str | None, report_name: str) ->
         executor["buildName"] = "compliance matrix"
         executor["buildUrl"] = matrix_link
     (folder / "executor.json").write_text(json.dumps(executor, indent=2) + "\n", encoding="utf-8")
+    environment = _run_environment(list(results_dirs))
     if matrix_link:
         # Properties files escape ':' and '=' in values with a backslash.
-        value = matrix_link.replace("\\", "\\\\").replace(":", "\\:").replace("=", "\\=")
-        (folder / "environment.properties").write_text(f"compliance-matrix={value}\n", encoding="utf-8")
+        environment["compliance-matrix"] = matrix_link.replace("\\", "\\\\").replace(":", "\\:").replace("=", "\\=")
+    if environment:
+        (folder / "environment.properties").write_text(
+            "".join(f"{key}={value}\n" for key, value in environment.items()), encoding="utf-8")
 
 
 # Allure's report pages load Google's tag manager; a published conformance
@@ -136,7 +168,7 @@ def _clear_previous_report(out_dir: Path) -> None:
     """Allure 3 nests a new report beside an old one in a non-empty folder, so replace it whole."""
     if not out_dir.exists() or not any(out_dir.iterdir()):
         return
-    if not ((out_dir / "index.html").is_file() and (out_dir / "data").is_dir()):
+    if not ((out_dir / "index.html").is_file() and (out_dir / "summary.json").is_file()):
         raise FileExistsError(f"{out_dir} is not empty and holds no Allure report: refusing to replace it")
     shutil.rmtree(out_dir)
 
@@ -152,7 +184,8 @@ def generate(
     """Generate the report into out_dir, appending this generation to history_dir's history.
 
     matrix_page: the compliance matrix (a path, linked relative to the report, or a URL).
-    Returns the report's index.html.
+    Returns the report's index.html: one self-contained page that opens from disk (file://)
+    as well as from a web server.
     """
     command = _npx(project_root)
     results_dirs = [Path(d).resolve() for d in results_dirs]
@@ -167,7 +200,7 @@ def generate(
     with tempfile.TemporaryDirectory(prefix="allure-meta-") as scratch:
         meta = Path(scratch) / "results"
         meta.mkdir()
-        _report_metadata(meta, _matrix_link(matrix_page, out_dir), report_name)
+        _report_metadata(meta, _matrix_link(matrix_page, out_dir), report_name, results_dirs)
         config = Path(scratch) / "allurerc.json"
         config.write_text(
             json.dumps(
@@ -176,6 +209,13 @@ def generate(
                     "output": str(out_dir),
                     "historyPath": str(history_dir / HISTORY_FILE),
                     "categories": ALLURE3_CATEGORIES,
+                    # One page holding its data: the multi-file report fetches its data, which
+                    # browsers refuse to a page opened from disk, so it would spin forever there.
+                    "plugins": {"awesome": {"options": {
+                        "singleFile": True, "reportName": report_name,
+                        # the tree: protocol / case family / case (conformance/allure_view.py)
+                        "groupBy": ["parentSuite", "suite", "subSuite"],
+                    }}},
                 },
                 indent=2,
             ),
@@ -201,30 +241,5 @@ def generate(
     index = out_dir / "index.html"
     if run.returncode != 0 or not index.is_file():
         raise AllureFailed(f"allure generate exited {run.returncode}: {(run.stderr or run.stdout).strip()[-2000:]}")
-    _offline_page(command, results_dirs, out_dir, report_name, project_root)
     _strip_analytics(out_dir)
     return index
-
-
-OFFLINE_PAGE = "offline.html"
-
-
-def _offline_page(command: list[str], results_dirs: list[Path], out_dir: Path, report_name: str,
-                  project_root: Path) -> None:
-    """The same report as one self-contained page: the multi-file report fetches its data, which
-    browsers refuse for a page opened from disk (file://).  No history: this is a view, not a run."""
-    with tempfile.TemporaryDirectory(prefix="allure-offline-") as scratch:
-        config = Path(scratch) / "allurerc.json"
-        single = Path(scratch) / "single"
-        config.write_text(json.dumps({
-            "name": report_name, "output": str(single), "categories": ALLURE3_CATEGORIES,
-            "plugins": {"awesome": {"options": {"singleFile": True, "reportName": report_name}}},
-        }), encoding="utf-8")
-        run = subprocess.run([*command, "generate", "--config", str(config), "--output", str(single),
-                              *map(str, results_dirs)], cwd=project_root, capture_output=True, text=True,
-                             timeout=GENERATE_TIMEOUT_S, env={**os.environ, "ALLURE_NO_ANALYTICS": "true"})
-        page = single / "index.html"
-        if run.returncode != 0 or not page.is_file():
-            raise AllureFailed(f"allure generate (single file) exited {run.returncode}: "
-                               f"{(run.stderr or run.stdout).strip()[-2000:]}")
-        shutil.copyfile(page, out_dir / OFFLINE_PAGE)

@@ -62,6 +62,8 @@ def main(argv: list[str]) -> int:
     options = ReportOptions(inputs=args.input, out=args.out, baseline=args.baseline)
     if args.requirements is not None:
         options.requirements_dir = args.requirements
+    # the JVM's start takes seconds with nothing else to show: say so before the report's stages
+    print("conformance report: starting Spark ...", file=sys.stderr, flush=True)
     spark = build_session(args.master, args.shuffle_partitions, driver_memory=args.driver_memory)
     try:
         summary = run_report(spark, options)

@@ -30,6 +30,7 @@ from reports.inputs import InputSet, discover
 from reports.load_records import read_records
 from reports.outputs import write_json, write_table
 from reports.page_model import protocol_matrices
+from reports.progress import Stages
 from reports.record_schema import load_schema
 
 INVALID_IN_SUMMARY = 100
@@ -116,9 +117,11 @@ def run_report(spark: SparkSession, options: ReportOptions) -> dict[str, Any]:
     out = options.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     cache = _Cache()
+    stages = Stages(5 + bool(options.baseline), "report")
     try:
-        return _Report(spark, options, found, out, cache).build()
+        return _Report(spark, options, found, out, cache, stages).build()
     finally:
+        stages.finish()
         cache.release()
 
 
@@ -137,8 +140,10 @@ def _finding(title: str, frame: DataFrame, columns: list[str]) -> _Finding:
 
 
 class _Report:
-    def __init__(self, spark: SparkSession, options: ReportOptions, found: InputSet, out: Path, cache: _Cache) -> None:
+    def __init__(self, spark: SparkSession, options: ReportOptions, found: InputSet, out: Path, cache: _Cache,
+                 stages: Stages) -> None:
         self.spark, self.options, self.found, self.out, self.cache = spark, options, found, out, cache
+        self.stages = stages
         self.schema = load_schema()
         self.outputs: dict[str, dict[str, str]] = {}
 
@@ -147,6 +152,7 @@ class _Report:
 
     def build(self) -> dict[str, Any]:
         keep = self.cache.keep
+        self.stages.step(f"reading {len(self.found.records_files)} records file(s)")
         records = keep(read_records(self.spark, self.found.records_files, self.schema))
         valid = records.where(F.col("error").isNull())
         invalid = records.where(F.col("error").isNotNull()).select("sourceFile", "line", "error", "raw")
@@ -155,6 +161,7 @@ class _Report:
             allure = keep(read_allure_results(self.spark, self.found.allure_files))
             allure_link, allure_stats = allure_by_case(allure), allure_summary(allure)
 
+        self.stages.step("matrix, runs, flaky and durations tables")
         matrix = keep(tables.matrix(valid, allure_link))
         runs = keep(tables.runs(valid))
         flaky = keep(tables.flaky(valid))
@@ -172,6 +179,7 @@ class _Report:
         # Collected: the matrix itself, one row per implementation x case x
         # transport, which the page shows and the levels and coverage are
         # judged on; every other table stays in Spark.
+        self.stages.step("compliance and MUST coverage")
         message = F.substring("message", 1, MESSAGE_CHARS_SHOWN).alias("message")
         cells = matrix.select(*PAGE_COLUMNS, message).collect()
         catalogues = load_catalogues(self.options.requirements_dir)
@@ -180,6 +188,7 @@ class _Report:
         self._write("compliance", self.spark.createDataFrame(compliance, _COMPLIANCE_SCHEMA))
         self._write("coverage", self.spark.createDataFrame([c.as_row() for c in must_coverage], _COVERAGE_SCHEMA))
 
+        self.stages.step("summary")
         # Collected: the valid/invalid counts (two rows), the runs count and
         # the first invalid records.
         counts = {r.ok: r["count"] for r in records.groupBy(F.col("error").isNull().alias("ok")).count().collect()}
@@ -213,6 +222,7 @@ class _Report:
             },
         }
         write_json(self.out / "summary.json", summary)
+        self.stages.step("matrix page")
         findings = [f.page for f in [*against_baseline.values(), flaky_finding]]
         self._write_page(cells, summary, compliance, must_coverage, findings)
         return summary
@@ -221,6 +231,7 @@ class _Report:
         given = self.options.baseline
         if not given:
             return {}
+        self.stages.step("baseline: regressions and new passes")
         base = baseline_records(self.spark, given, valid, self.schema)
         found = {}
         for name, frame, title in [

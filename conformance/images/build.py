@@ -23,6 +23,7 @@ from conformance.images.suite_reports import (ensure_java_debs, ensure_report_wh
                                               report_requirements)
 from conformance.images.thirdparty import available_peers, ensure_peer_image
 from conformance.images.wheel import build_project_wheel
+from reports.progress import Stages
 
 
 def default_protocols() -> list[str]:
@@ -41,39 +42,54 @@ def build_images(protocols: list[str] | None = None, *, force: bool = False, pro
     project_dir = project_dir or require_checkout()
     protocols = default_protocols() if protocols is None else protocols
     _check_known(protocols)
+    peers = available_peers(project_dir, protocols) if thirdparty and protocols else []
+    wheel_steps = (1 if protocols or suite else 0) + len(protocols) + int(suite) + int(suite_reports)
+    stages = Stages(2 + len(peers) + wheel_steps, "images build")
+
+    def say(text: str) -> None:
+        stages.clear()
+        log(text)
     client = docker_client()
     try:
         outcomes: list[BuildOutcome] = []
-        base_image, base_hash, outcome = ensure_base_image(client, force=force, log=log)
-        outcomes.append(_report(outcome, log))
-        packages, outcome = ensure_packages(image_requirements(project_dir / "pyproject.toml"), force=force, log=log)
-        outcomes.append(_report(outcome, log))
+        stages.step("base image")
+        base_image, base_hash, outcome = ensure_base_image(client, force=force, log=say)
+        outcomes.append(_report(outcome, say))
+        stages.step("packages")
+        packages, outcome = ensure_packages(image_requirements(project_dir / "pyproject.toml"), force=force, log=say)
+        outcomes.append(_report(outcome, say))
         if not protocols and not suite:
-            log("no protocol has an adapter yet: only the base image and packages were prepared")
+            say("no protocol has an adapter yet: only the base image and packages were prepared")
             return outcomes
-        for peer in (available_peers(project_dir, protocols) if thirdparty else []):
+        for peer in peers:
+            stages.step(f"third-party image {peer.name}")
             outcome = ensure_peer_image(client, peer, base_image=base_image, base_hash=base_hash,
                                         packages=packages, project_dir=project_dir, force=force)
-            outcomes.append(_report(outcome, log))
+            outcomes.append(_report(outcome, say))
         with tempfile.TemporaryDirectory(prefix="conformance-wheel-") as wheel_dir:
+            stages.step("project wheel")
             started = time.monotonic()
             wheel = build_project_wheel(project_dir, Path(wheel_dir))
             wheel_hash = wheel_content_hash(wheel)
-            log(f" wheel  {wheel.name} {wheel_hash[:16]}  ({time.monotonic() - started:.1f}s)")
+            say(f" wheel  {wheel.name} {wheel_hash[:16]}  ({time.monotonic() - started:.1f}s)")
             for protocol in protocols:
+                stages.step(f"reference image {protocol}")
                 outcome = ensure_reference_image(client, protocol, base_image=base_image, base_hash=base_hash,
                                                  packages=packages, wheel=wheel, wheel_hash=wheel_hash,
                                                  force=force)
-                outcomes.append(_report(outcome, log))
+                outcomes.append(_report(outcome, say))
             if suite:
+                stages.step("suite image")
                 outcome = ensure_suite_image(client, base_image=base_image, base_hash=base_hash,
                                              packages=packages, wheel=wheel, wheel_hash=wheel_hash, force=force)
-                outcomes.append(_report(outcome, log))
+                outcomes.append(_report(outcome, say))
             if suite_reports:
+                stages.step("suite reports image")
                 outcomes += _suite_reports(client, outcome.what, suite_hash(base_hash, packages, wheel_hash),
-                                           base_image, base_hash, project_dir, force, log)
+                                           base_image, base_hash, project_dir, force, say)
         return outcomes
     finally:
+        stages.finish()
         client.close()
 
 

@@ -19,11 +19,13 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from conformance.images.implementations import (PAIR_OVERHEAD_SECONDS, Implementation, SelectionError, cases_of,
                                                 discover, explicit, role_filter, suite_params)
 from conformance.images.matrix_report import pair_outcome, print_summary
 from conformance.images.pair_run import Attempt, run_attempt, run_command
+from reports.progress import Stages
 
 ATTEMPTS = 2  # a failed pair is run once more, never more
 
@@ -89,12 +91,15 @@ def run_matrix(impls: list[Implementation], out: Path, *, protocols: list[str] |
     impls = [impl for impl in impls if any(map(chosen, impl.protocols))]
     all_protocols = sorted({p for impl in impls for p in impl.protocols if chosen(p)})
     started = time.monotonic()
+    todo = [(impl, protocol) for impl in impls for protocol in impl.protocols if protocol in all_protocols]
+    stages = Stages(len(todo), "matrix")
     pairs = []
-    for impl in impls:
-        for protocol in impl.protocols:
-            if protocol in all_protocols:
-                print(f"-- {impl.name} x {protocol}", flush=True)
-                pairs.append(_run_pair(impl, protocol, out, keyword, pair_timeout))
+    try:
+        for impl, protocol in todo:
+            stages.step(f"{impl.name} x {protocol}")
+            pairs.append(_run_pair(impl, protocol, out, keyword, pair_timeout, stages.line))
+    finally:
+        stages.finish()
     document = {
         "schemaVersion": 1,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -113,7 +118,7 @@ def run_matrix(impls: list[Implementation], out: Path, *, protocols: list[str] |
 
 
 def _run_pair(impl: Implementation, protocol: str, out: Path, keyword: str | None,
-              pair_timeout: float | None) -> dict:
+              pair_timeout: float | None, say: Callable[[str], None] = print) -> dict:
     pair_dir = out / impl.name / protocol
     shutil.rmtree(pair_dir, ignore_errors=True)  # this matrix's own output of an earlier run
     roles, budget = cases_of(protocol)
@@ -133,8 +138,8 @@ def _run_pair(impl: Implementation, protocol: str, out: Path, keyword: str | Non
         command = run_command(protocol, impl.image, impl.name, attempt_dir, params, expression)
         attempt = run_attempt(number, command, attempt_dir, timeout)
         attempts.append(attempt)
-        print(f"   attempt {number}: {attempt.outcome} ({attempt.seconds:.0f}s) "
-              f"{' '.join(f'{g}={n}' for g, n in attempt.grades.items())}", flush=True)
+        say(f"   {impl.name} x {protocol} attempt {number}: {attempt.outcome} ({attempt.seconds:.0f}s) "
+            f"{' '.join(f'{g}={n}' for g, n in attempt.grades.items())}")
         if attempt.outcome in ("passed", "no-cases"):
             break
     changed = sorted(case for case in attempts[0].case_grades

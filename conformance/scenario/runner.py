@@ -23,7 +23,7 @@ from conformance.scenario.loader import Case
 from conformance.scenario.timing import SUITE_WAITS
 from conformance.scenario.values import ValueError_, millis, substitute
 from conformance.suite_server import SuiteServer
-from conformance.wirelog import WireLog
+from conformance.wirelog import RECEIVED, SENT, WireLog
 from reference_impl.common.errors import CodecError
 
 CONNECT_TIMEOUT = 5.0
@@ -60,6 +60,20 @@ class _Verdict(Exception):
         self.departure = departure
 
 
+_SUMMARY_VALUE = 120  # characters of one field shown in a sent frame's summary
+_CREDENTIAL_KEYS = ("password", "secret", "token")
+
+
+def _spec_summary(spec: dict[str, Any]) -> str:
+    """A frame the suite sent, as its scenario step names it (the fields it was encoded from)."""
+    def show(key: str, value: Any) -> str:
+        if any(word in key.lower() for word in _CREDENTIAL_KEYS):
+            return "***"  # also masked when rendered (wirelog.redact); not even its length here
+        text = repr(value)
+        return text if len(text) <= _SUMMARY_VALUE else text[:_SUMMARY_VALUE] + "..."
+    return " ".join(f"{key}={show(key, value)}" for key, value in spec.items())
+
+
 class _FrameStream:
     def __init__(self, channel: Channel, adapter: ProtocolAdapter, transport: str) -> None:
         self.channel = channel
@@ -68,6 +82,7 @@ class _FrameStream:
         self.closed = False
         self.close_accepted = False  # an expectation took the target's close as its answer
         self.popped = 0
+        self.log: WireLog | None = None
 
     async def next(self, deadline: float) -> Frame | None:
         """The next frame, or None once the target closed.  Raises Deadline."""
@@ -82,7 +97,11 @@ class _FrameStream:
                 if data is None:
                     self.closed = True
                     continue
-                self.frames.extend(self.reader.feed(data))
+                frames = self.reader.feed(data)
+                if self.log is not None:
+                    for frame in frames:
+                        self.log.decoded(RECEIVED, frame.summary)
+                self.frames.extend(frames)
             except CodecError as exc:
                 raise _Verdict(Grade.FAILED, f"the target sent bytes that are not valid: {exc}") from None
             # a session reader (ZMTP) answers by itself: handshake commands, PONGs
@@ -259,6 +278,7 @@ class CaseRunner:
 
     def _new_stream(self, channel: Channel) -> _FrameStream:
         stream = _FrameStream(channel, self.adapter, self.transport)
+        stream.log = self.log
         if hasattr(stream.reader, "wirelog"):  # a session reader notes what it decrypts
             stream.reader.wirelog = self.log
         return stream
@@ -350,6 +370,8 @@ class CaseRunner:
                 raise _Verdict(grade_for_violation(self.case.requirement), str(exc)) from None
         for data in payloads:
             await self.stream.channel.send(data)
+        if not ({"hex", "text"} & spec.keys() and len(spec) == 1):
+            self.log.decoded(SENT, _spec_summary(spec))
         self.last_send_at = time.monotonic()
 
     def _is_noise(self, frame: Frame) -> bool:

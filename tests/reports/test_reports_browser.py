@@ -91,7 +91,7 @@ def test_screenshot_of_the_matrix(report, tmp_path: Path) -> None:
 
 
 def test_allure_report_opens_from_disk(tmp_path: Path) -> None:
-    """The self-contained Allure page shows the run's results when opened from disk."""
+    """The report's index.html is self-contained: opened from disk it shows the run's results."""
     from reports import allure
     from test_reports_allure import _results
     try:
@@ -100,7 +100,7 @@ def test_allure_report_opens_from_disk(tmp_path: Path) -> None:
         pytest.skip(f"Allure 3 CLI not available: {exc}")
     results = _results(tmp_path / "results", "passed")
     allure.generate([results], tmp_path / "report", tmp_path / "history")
-    page = tmp_path / "report" / allure.OFFLINE_PAGE
+    page = tmp_path / "report" / "index.html"
     dom = _chromium(page.as_uri(), tmp_path / "profile", "--virtual-time-budget=8000", "--dump-dom").stdout
     # four results: two passed (one of them tagged NON-STRICT), one failed, one skipped
     assert re.search(r"Total\D{0,200}4", dom), dom[-3000:]

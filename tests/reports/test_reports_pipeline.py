@@ -227,8 +227,18 @@ def test_runs_are_counted_once_whatever_the_protocols_they_cover(spark, tmp_path
     third = [record("one1", "2026-04-01T11:00:00Z", "peer", "1", OK, "PASSED")]
     runs = [write_run(tmp_path / "runs", "all1", everything), write_run(tmp_path / "runs", "one1", third)]
     out = tmp_path / "out"
-    summary = run_report(spark, ReportOptions([str(r) for r in runs], out, requirements_dir=None, spec_root=None))
+    summary = run_report(spark, ReportOptions([str(r) for r in runs], out, requirements_dir=None, profiles_dir=None))
     assert summary["runs"] == 2
     assert "2 runs" in format_summary(summary)
     assert "valid records in 2 runs;" in (out / "matrix.html").read_text(encoding="utf-8")
     assert len(read_json_table(out, "runs")) == 3
+
+
+def test_the_report_names_its_stages_on_stderr(spark, fixture_root: Path, tmp_path: Path, capsys) -> None:
+    run_report(spark, ReportOptions(inputs=[str(fixture_root / "runs")], out=tmp_path / "out",
+                                    baseline=str(fixture_root / "runs" / "a1"),
+                                    requirements_dir=fixture_root / "requirements", profiles_dir=None))
+    steps = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert [line.split(": ", 1)[1].split(" ")[0] for line in steps] == [
+        "reading", "matrix,", "baseline:", "compliance", "summary", "matrix"]
+    assert steps[0].startswith("[1/6] report: ") and steps[-1].startswith("[6/6] report: ")

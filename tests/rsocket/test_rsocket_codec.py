@@ -84,7 +84,7 @@ ROUNDTRIP = [
 ]
 
 
-@pytest.mark.parametrize("frame,wire", ROUNDTRIP, ids=lambda v: type(v).__name__ if not isinstance(v, bytes) else "")
+@pytest.mark.parametrize("frame,wire", ROUNDTRIP, ids=[f"{type(f).__name__}-{i}" for i, (f, _) in enumerate(ROUNDTRIP)])
 def test_encode_and_decode_match_hand_written_bytes(frame, wire):
     assert encode_frame(frame) == wire
     assert decode_frame(wire) == frame
