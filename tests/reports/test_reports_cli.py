@@ -30,8 +30,10 @@ def test_missing_input_fails_before_spark_starts(tmp_path: Path, capsys: pytest.
 
 def test_end_to_end_prints_the_summary(fixture_root: Path, tmp_path: Path) -> None:
     # Its own interpreter: main() stops its SparkSession, which would end the tests' shared one.
+    # As users run it: `conformance report`, on the embedded local[*] default.
     out = tmp_path / "out"
     argv = [
+        "report",
         "--input",
         str(fixture_root / "runs" / "a1"),
         str(fixture_root / "runs" / "a2"),
@@ -41,15 +43,13 @@ def test_end_to_end_prints_the_summary(fixture_root: Path, tmp_path: Path) -> No
         "--baseline",
         "a1",
         "--fail-on-regressions",
-        "--master",
-        "local[1]",
         "--shuffle-partitions",
         "2",
         "--requirements",
         str(fixture_root / "requirements"),
     ]
-    code = f"import sys; from reports.cli import main; sys.exit(main({argv!r}))"
-    run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
+    run = subprocess.run([sys.executable, "-m", "conformance.cli", *argv], cwd=REPO, capture_output=True, text=True,
+                         timeout=600)
     # The gate: a1 -> a2 regressed one cell, so the documented regressions code.
     assert run.returncode == 1, run.stderr[-3000:]
     # Without a3 the latest alpha run is a2: version-unsupported FAILED, version-ok PASSED.
