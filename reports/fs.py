@@ -81,6 +81,11 @@ class FileSystems:
                     found.append((folder.toString(), name))
         return found
 
+    def names_in(self, uri: str) -> list[str]:
+        """Names of a folder's entries."""
+        fs, folder = self._resolve(uri)
+        return [status.getPath().getName() for status in fs.listStatus(folder)]
+
     def mkdirs(self, uri: str) -> str:
         fs, path = self._resolve(uri)
         fs.mkdirs(path)

@@ -16,16 +16,19 @@ def total_order(frame: DataFrame) -> list[str]:
     return [f.name for f in frame.schema.fields if not isinstance(f.dataType, MapType)]
 
 
-def write_table(frame: DataFrame, out: str, name: str) -> dict[str, str]:
+def write_table(fs: FileSystems, frame: DataFrame, out: str, name: str) -> dict[str, str]:
     """Parquet partitioned by protocol (when the table has one) and a single JSON-lines part file."""
     parquet_dir = child(out, "parquet", name)
-    writer = frame.write.mode("overwrite")
-    # An empty table partitioned by protocol would be a folder with no data
-    # file and no schema, which Spark cannot read back; unpartitioned, it is
-    # one empty Parquet file carrying the schema.
-    if "protocol" in frame.columns and not frame.isEmpty():
-        writer = writer.partitionBy("protocol")
-    writer.parquet(parquet_dir)
+    if "protocol" in frame.columns:
+        frame.write.mode("overwrite").partitionBy("protocol").parquet(parquet_dir)
+        # Empty, the partitioned table is a folder with no data file and no
+        # schema, which Spark cannot read back; unpartitioned, it is one empty
+        # Parquet file carrying the schema. Checked afterwards, so a table
+        # with rows is not computed twice.
+        if not any(entry.startswith("protocol=") for entry in fs.names_in(parquet_dir)):
+            frame.write.mode("overwrite").parquet(parquet_dir)
+    else:
+        frame.write.mode("overwrite").parquet(parquet_dir)
     json_dir = child(out, "json", name)
     # The tables are aggregates; one file per table is easier to consume, and
     # repartition (not coalesce) keeps the work upstream of it parallel. The

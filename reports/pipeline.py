@@ -163,7 +163,7 @@ class _Report:
         self.outputs: dict[str, dict[str, str]] = {}
 
     def _write(self, name: str, frame: DataFrame) -> None:
-        self.outputs[name] = {k: display(v) for k, v in write_table(frame, self.out, name).items()}
+        self.outputs[name] = {k: display(v) for k, v in write_table(self.fs, frame, self.out, name).items()}
 
     def build(self) -> dict[str, Any]:
         keep = self.cache.keep
