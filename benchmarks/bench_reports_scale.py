@@ -111,8 +111,8 @@ def main() -> int:
                 row[master] = timed_report(runs_dir, opts.work / "report", master)
                 timings.setdefault(master, []).append((millions, row[master]))
             rows.append(row)
-            print("  ".join([f"{records:>11,} records"] + [f"{k} {v:7.1f} s" for k, v in row.items() if k != "records"]),
-                  flush=True)
+            timed = [f"{k} {v:7.1f} s" for k, v in row.items() if k != "records"]
+            print("  ".join([f"{records:>11,} records", *timed]), flush=True)
 
     python_fixed, python_slope = fit(timings["plain python"])
     print(f"\n{'':24}{'fixed s':>9}{'s per million':>15}{'slope / plain python':>22}")

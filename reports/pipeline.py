@@ -8,12 +8,12 @@ builds the HTML page, and counts for summary.json.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import os
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlparse
 from typing import Any
+from urllib.parse import urlparse
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -26,9 +26,9 @@ from reports.baseline import baseline_records
 from reports.catalogue import load_catalogues
 from reports.compliance import compliance_rows, implementation_summaries
 from reports.coverage import Coverage, coverage
+from reports.fs import FileSystems, LocationError, child, display, local_path
 from reports.grades import COUNT_COLUMN
 from reports.html_matrix import FindingList, ImplementationRow, MatrixPage, render
-from reports.fs import FileSystems, LocationError, display, local_path
 from reports.inputs import InputSet, discover
 from reports.load_records import read_records
 from reports.outputs import total_order, write_json, write_table
@@ -232,13 +232,14 @@ class _Report:
                 "tables": self.outputs,
             },
         }
-        write_json(self.fs, self._at("summary.json"), summary)
         findings = [f.page for f in [*against_baseline.values(), flaky_finding]]
         self._write_page(cells, summary, compliance, must_coverage, findings)
+        # Last: a report without summary.json is one whose job did not finish.
+        write_json(self.fs, self._at("summary.json"), summary)
         return summary
 
     def _at(self, name: str) -> str:
-        return f"{self.out.rstrip('/')}/{name}"
+        return child(self.out, name)
 
     def _baseline_findings(self, matrix: DataFrame, valid: DataFrame) -> dict[str, _Finding]:
         given = self.options.baseline

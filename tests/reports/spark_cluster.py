@@ -56,7 +56,8 @@ class Cluster:
         return [a["name"] for a in apps]
 
     def log_tail(self, chars: int = 3000) -> str:
-        return "\n".join(f"== {p.name}\n{p.read_text(errors='replace')[-chars:]}" for p in sorted(self.logs.glob("*.log")))
+        logs = sorted(self.logs.glob("*.log"))
+        return "\n".join(f"== {p.name}\n{p.read_text(errors='replace')[-chars:]}" for p in logs)
 
 
 def _master_state(ui_url: str) -> dict:

@@ -83,7 +83,8 @@ def test_cluster_and_spark_submit_outputs_equal_local_mode(
         assert _take(out) == local
 
         submit = [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.master_url,
-                  "--name", "submitted-report", "--conf", "spark.executor.memory=512m", str(REPO / "reports" / "submit.py"),
+                  "--name", "submitted-report", "--conf", "spark.executor.memory=512m",
+                  str(REPO / "reports" / "submit.py"),
                   *_report_args(fixture_root, out)]
         submitted = _run(submit, "spark-submit", cluster)
         assert "Against baseline a1:" in submitted.stdout
