@@ -45,9 +45,11 @@ def read_allure_results(spark: SparkSession, files: list[Path]) -> DataFrame:
 def allure_by_case(results: DataFrame) -> DataFrame:
     """Per (runDir, case): the latest result's uuid and file, and all attachments."""
     linked = results.where(F.col("readable") & F.col("case").isNotNull())
+    # The file breaks ties between results started at the same millisecond, so the pick never varies.
+    latest = F.struct(F.coalesce("start", F.lit(0)), F.col("allureFile"))
     return linked.groupBy("runDir", "case").agg(
-        F.max_by("allureUuid", F.coalesce("start", F.lit(0))).alias("allureUuid"),
-        F.max_by("allureFile", F.coalesce("start", F.lit(0))).alias("allureFile"),
+        F.max_by("allureUuid", latest).alias("allureUuid"),
+        F.max_by("allureFile", latest).alias("allureFile"),
         F.count(F.lit(1)).alias("allureResults"),
         F.sum("attachments").cast("int").alias("attachments"),
     )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from reports.fs import FileSystems, LocationError
 from reports.inputs import discover
 from reports.load_records import read_records
 
@@ -18,8 +18,13 @@ class BaselineError(ValueError):
 
 def baseline_records(spark: SparkSession, given: str, valid: DataFrame, schema: dict[str, Any]) -> DataFrame:
     """The valid records of a run folder / records file, or of the run with that id among the inputs."""
-    if Path(given).exists():
-        found = discover([given])
+    fs = FileSystems(spark)
+    try:
+        kind = fs.kind(given)
+    except LocationError:
+        kind = None  # not a location Hadoop can read, so a run id
+    if kind is not None:
+        found = discover(fs, [given])
         if not found.records_files:
             raise BaselineError(f"baseline {given}: no records.jsonl in it")
         records = read_records(spark, found.records_files, schema).where(F.col("error").isNull())

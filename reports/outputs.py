@@ -3,26 +3,40 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql.types import MapType
+
+from reports.fs import FileSystems, child
 
 
-def write_table(frame: DataFrame, out: Path, name: str) -> dict[str, str]:
+def total_order(frame: DataFrame) -> list[str]:
+    """Every sortable column: rows equal on all of them are identical, so the order is total."""
+    return [f.name for f in frame.schema.fields if not isinstance(f.dataType, MapType)]
+
+
+def write_table(fs: FileSystems, frame: DataFrame, out: str, name: str) -> dict[str, str]:
     """Parquet partitioned by protocol (when the table has one) and a single JSON-lines part file."""
-    parquet_dir = out / "parquet" / name
-    writer = frame.write.mode("overwrite")
+    parquet_dir = child(out, "parquet", name)
     if "protocol" in frame.columns:
-        writer = writer.partitionBy("protocol")
-    writer.parquet(str(parquet_dir))
-    json_dir = out / "json" / name
+        frame.write.mode("overwrite").partitionBy("protocol").parquet(parquet_dir)
+        # Empty, the partitioned table is a folder with no data file and no
+        # schema, which Spark cannot read back; unpartitioned, it is one empty
+        # Parquet file carrying the schema. Checked afterwards, so a table
+        # with rows is not computed twice.
+        if not any(entry.startswith("protocol=") for entry in fs.names_in(parquet_dir)):
+            frame.write.mode("overwrite").parquet(parquet_dir)
+    else:
+        frame.write.mode("overwrite").parquet(parquet_dir)
+    json_dir = child(out, "json", name)
     # The tables are aggregates; one file per table is easier to consume, and
-    # repartition (not coalesce) keeps the work upstream of it parallel.
-    frame.repartition(1).write.mode("overwrite").option("ignoreNullFields", "false").json(str(json_dir))
-    return {"parquet": str(parquet_dir), "json": str(json_dir)}
+    # repartition (not coalesce) keeps the work upstream of it parallel. The
+    # sort makes the same inputs give the same bytes.
+    single = frame.repartition(1).sortWithinPartitions(*total_order(frame))
+    single.write.mode("overwrite").option("ignoreNullFields", "false").json(json_dir)
+    return {"parquet": parquet_dir, "json": json_dir}
 
 
-def write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+def write_json(fs: FileSystems, uri: str, data: Any) -> None:
+    fs.write_text(uri, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")

@@ -8,10 +8,12 @@ builds the HTML page, and counts for summary.json.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -24,11 +26,12 @@ from reports.baseline import baseline_records
 from reports.catalogue import load_catalogues
 from reports.compliance import compliance_rows, implementation_summaries
 from reports.coverage import Coverage, coverage
+from reports.fs import FileSystems, LocationError, child, display, local_path
 from reports.grades import COUNT_COLUMN
 from reports.html_matrix import FindingList, ImplementationRow, MatrixPage, render
 from reports.inputs import InputSet, discover
 from reports.load_records import read_records
-from reports.outputs import write_json, write_table
+from reports.outputs import total_order, write_json, write_table
 from reports.page_model import protocol_matrices
 from reports.progress import Stages
 from reports.record_schema import load_schema
@@ -72,10 +75,21 @@ class InputError(ValueError):
     pass
 
 
+def generated_at(newest_record: datetime | None) -> str:
+    """The report's date: SOURCE_DATE_EPOCH (reproducible-builds.org) when set, else its newest record's
+    time, so the same inputs give byte-identical outputs."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        return datetime.fromtimestamp(int(epoch), UTC).isoformat(timespec="seconds")
+    if newest_record is None:
+        return "no records"
+    return newest_record.astimezone(UTC).isoformat(timespec="seconds")
+
+
 @dataclass
 class ReportOptions:
     inputs: list[str]
-    out: Path
+    out: Path | str
     baseline: str | None = None
     requirements_dir: Path | None = field(default_factory=lambda: docs_dir() / "requirements")
     # The matrix links each protocol's profile page here; spec links go to the public specs.
@@ -109,17 +123,20 @@ class _Cache:
 
 
 def run_report(spark: SparkSession, options: ReportOptions) -> dict[str, Any]:
-    found = discover(options.inputs)
+    fs = FileSystems(spark)
+    try:
+        found = discover(fs, options.inputs)
+        out = fs.mkdirs(str(options.out))
+    except LocationError as exc:
+        raise InputError(str(exc)) from None
     if found.missing:
         raise InputError("inputs not found: " + ", ".join(found.missing))
     if not found.records_files:
         raise InputError("no records.jsonl or .jsonl file in the inputs")
-    out = options.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
     cache = _Cache()
     stages = Stages(5 + bool(options.baseline), "report")
     try:
-        return _Report(spark, options, found, out, cache, stages).build()
+        return _Report(spark, options, found, fs, out, cache, stages).build()
     finally:
         stages.finish()
         cache.release()
@@ -134,21 +151,24 @@ def _cell_text(value: Any) -> str:
 def _finding(title: str, frame: DataFrame, columns: list[str]) -> _Finding:
     # Collected: the count and at most FINDINGS_SHOWN rows of a findings table.
     total = frame.count()
-    rows = [r.asDict() for r in frame.orderBy(*columns[:3]).limit(FINDINGS_SHOWN).collect()]
+    # Ordered on every column, so which rows make the first N never depends on the run.
+    rows = [r.asDict() for r in frame.orderBy(*total_order(frame)).limit(FINDINGS_SHOWN).collect()]
     shown = [[_cell_text(r[c]) for c in columns] for r in rows]
     return _Finding(FindingList(title, columns, shown, total), rows)
 
 
 class _Report:
-    def __init__(self, spark: SparkSession, options: ReportOptions, found: InputSet, out: Path, cache: _Cache,
-                 stages: Stages) -> None:
-        self.spark, self.options, self.found, self.out, self.cache = spark, options, found, out, cache
+    def __init__(
+        self, spark: SparkSession, options: ReportOptions, found: InputSet, fs: FileSystems, out: str, cache: _Cache,
+        stages: Stages,
+    ) -> None:
+        self.spark, self.options, self.found, self.fs, self.out, self.cache = spark, options, found, fs, out, cache
         self.stages = stages
         self.schema = load_schema()
         self.outputs: dict[str, dict[str, str]] = {}
 
     def _write(self, name: str, frame: DataFrame) -> None:
-        self.outputs[name] = write_table(frame, self.out, name)
+        self.outputs[name] = {k: display(v) for k, v in write_table(self.fs, frame, self.out, name).items()}
 
     def build(self) -> dict[str, Any]:
         keep = self.cache.keep
@@ -181,7 +201,7 @@ class _Report:
         # judged on; every other table stays in Spark.
         self.stages.step("compliance and MUST coverage")
         message = F.substring("message", 1, MESSAGE_CHARS_SHOWN).alias("message")
-        cells = matrix.select(*PAGE_COLUMNS, message).collect()
+        cells = matrix.select(*PAGE_COLUMNS, message).orderBy(*PAGE_COLUMNS).collect()
         catalogues = load_catalogues(self.options.requirements_dir)
         compliance = compliance_rows(cells, catalogues)
         must_coverage = coverage(cells, catalogues)
@@ -192,10 +212,11 @@ class _Report:
         # Collected: the valid/invalid counts (two rows), the runs count and
         # the first invalid records.
         counts = {r.ok: r["count"] for r in records.groupBy(F.col("error").isNull().alias("ok")).count().collect()}
+        newest = valid.agg(F.max("ts")).first()[0]
         invalid_rows = invalid.orderBy("sourceFile", "line").limit(INVALID_IN_SUMMARY).collect()
         implementations = implementation_summaries(compliance)
         summary: dict[str, Any] = {
-            "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+            "generated": generated_at(newest),
             "inputs": self.options.inputs,
             "records": {
                 "valid": counts.get(True, 0),
@@ -214,18 +235,22 @@ class _Report:
             "newPasses": against_baseline["new_passes"].summary() if against_baseline else {"count": 0, "first": []},
             "flaky": flaky_finding.summary(),
             "outputs": {
-                "matrixHtml": str(self.out / "matrix.html"),
-                "summaryJson": str(self.out / "summary.json"),
-                "parquet": str(self.out / "parquet"),
-                "json": str(self.out / "json"),
+                "matrixHtml": display(self._at("matrix.html")),
+                "summaryJson": display(self._at("summary.json")),
+                "parquet": display(self._at("parquet")),
+                "json": display(self._at("json")),
                 "tables": self.outputs,
             },
         }
-        write_json(self.out / "summary.json", summary)
         self.stages.step("matrix page")
         findings = [f.page for f in [*against_baseline.values(), flaky_finding]]
         self._write_page(cells, summary, compliance, must_coverage, findings)
+        # Last: a report without summary.json is one whose job did not finish.
+        write_json(self.fs, self._at("summary.json"), summary)
         return summary
+
+    def _at(self, name: str) -> str:
+        return child(self.out, name)
 
     def _baseline_findings(self, matrix: DataFrame, valid: DataFrame) -> dict[str, _Finding]:
         given = self.options.baseline
@@ -251,6 +276,10 @@ class _Report:
         must_coverage: list[Coverage],
         findings: list[FindingList],
     ) -> None:
+        # Profile pages are linked relative to the page only when the page is local.
+        out_dir = local_path(self.out)
+        profiles_dir = self.options.profiles_dir if out_dir is not None else None
+        out_dir = out_dir or Path(urlparse(self.out).path)
         notes = {(r["protocol"], r["implementation"]): f"{r['implementationVersion']}, {r['level']}"
                  for r in compliance}
         page = MatrixPage(
@@ -263,7 +292,7 @@ class _Report:
                 for i in summary["implementations"]
             ],
             coverage=must_coverage,
-            matrices=protocol_matrices(cells, self.options.profiles_dir, self.out, notes),
+            matrices=protocol_matrices(cells, profiles_dir, out_dir, notes),
             findings=findings,
         )
-        (self.out / "matrix.html").write_text(render(page), encoding="utf-8")
+        self.fs.write_text(self._at("matrix.html"), render(page))

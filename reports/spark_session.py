@@ -1,4 +1,4 @@
-"""The SparkSession the report runs in: embedded (local[*]) unless --master says otherwise."""
+"""The SparkSession the report runs in: embedded (local[*]) unless --master or spark-submit says otherwise."""
 
 from __future__ import annotations
 
@@ -7,9 +7,17 @@ import shutil
 import sys
 from pathlib import Path
 
+from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-LOCAL_SHUFFLE_PARTITIONS = 8
+DEFAULT_MASTER = "local[*]"
+# Shuffle partitions when nobody chose: a few per core, and adaptive query
+# execution coalesces them to what the data needs (the report's tables are
+# aggregates, far smaller than its input).
+MIN_SHUFFLE_PARTITIONS = 8
+PARTITIONS_PER_CORE = 2
+_PYTHON_CONF = "spark.pyspark.python"
+_SHUFFLE_CONF = "spark.sql.shuffle.partitions"
 
 
 def java_problem() -> str | None:
@@ -18,6 +26,8 @@ def java_problem() -> str | None:
     PySpark's launcher runs $JAVA_HOME/bin/java when JAVA_HOME is set, else the java on PATH;
     without one it dies with a JAVA_GATEWAY_EXITED traceback that names neither.
     """
+    if launched_by_spark_submit():
+        return None  # the JVM is already running this interpreter
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
         if os.access(Path(java_home) / "bin" / "java", os.X_OK):
@@ -29,43 +39,115 @@ def java_problem() -> str | None:
             "(Debian: apt-get install default-jre-headless, or run scripts/system-deps.sh as root)")
 
 
-def build_session(
-    master: str = "local[*]",
-    shuffle_partitions: int | None = None,
-    app_name: str = "conformance-report",
-    driver_memory: str | None = None,
-) -> SparkSession:
-    local = master.startswith("local")
-    if local:
-        # Keep an embedded Spark on loopback: no hostname lookups, no listening
-        # on other interfaces, and workers run by this interpreter.
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-    )
-    # Spark lists more than 32 input paths with a distributed job, seconds
-    # each time a frame over them is planned; one records file per run
-    # crosses that quickly, and listing them from the driver takes milliseconds.
-    builder = builder.config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
+def launched_by_spark_submit() -> bool:
+    """spark-submit (and the pyspark shell) start the JVM first and hand its gateway to Python."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def parse_conf(pairs: list[str]) -> dict[str, str]:
+    """``--conf k=v`` values, as spark-submit takes them; ValueError names a malformed one."""
+    parsed = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf {pair!r}: expected key=value")
+        parsed[key.strip()] = value
+    return parsed
+
+
+def default_settings(master: str) -> dict[str, str]:
+    """Settings the job wants unless the user (or spark-submit) set them."""
+    settings = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        # Partitions follow the data rather than a fixed count.
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.adaptive.coalescePartitions.enabled": "true",
+        # Spark lists more than 32 input paths with a distributed job, seconds
+        # each time a frame over them is planned; one records file per run
+        # crosses that quickly, and listing them from the driver takes milliseconds.
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    }
     # Validation compiles into methods over the JVM's 8 KB JIT limit; without
     # this flag HotSpot leaves them interpreted, several times slower.
     for role in ("driver", "executor"):
-        builder = builder.config(f"spark.{role}.extraJavaOptions", "-XX:-DontCompileHugeMethods")
+        settings[f"spark.{role}.extraJavaOptions"] = "-XX:-DontCompileHugeMethods"
+    if master.startswith("local"):
+        # Keep an embedded Spark on loopback: no hostname lookups, no listening on other interfaces.
+        settings.update({
+            "spark.ui.enabled": "false",
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+        })
+    return settings
+
+
+def python_for_workers(conf: dict[str, str]) -> str:
+    """The Python the executors run: the user's choice, else this interpreter.
+
+    Spark's own default is "python3" on each worker's PATH, which on a cluster
+    is often another version than the driver's and fails the job with
+    PYTHON_VERSION_MISMATCH; the driver's interpreter runs the same code.
+    """
+    return conf.get(_PYTHON_CONF) or os.environ.get("PYSPARK_PYTHON") or sys.executable
+
+
+def shuffle_partitions_for(cores: int) -> int:
+    return max(MIN_SHUFFLE_PARTITIONS, PARTITIONS_PER_CORE * cores)
+
+
+def build_session(
+    master: str | None = None,
+    shuffle_partitions: int | None = None,
+    app_name: str = "conformance-report",
+    driver_memory: str | None = None,
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """A session for the report.
+
+    Precedence, highest first: ``conf`` and the explicit arguments; what
+    spark-submit (or spark-defaults.conf) set; the job's defaults. Without
+    ``master`` the job runs on spark-submit's master, or embedded (local[*])
+    when not launched by spark-submit.
+    """
+    explicit = dict(conf or {})
+    if master:
+        explicit["spark.master"] = master
     if driver_memory:
         # Only takes effect when this call starts the JVM (local mode runs the executors in it too).
-        builder = builder.config("spark.driver.memory", driver_memory)
-    if local:
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    # A local job's tables are small; Spark's default of 200 shuffle partitions
-    # would mostly schedule empty tasks.
-    partitions = shuffle_partitions or (LOCAL_SHUFFLE_PARTITIONS if local else None)
-    if partitions:
-        builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
-    session = builder.getOrCreate()
+        explicit["spark.driver.memory"] = driver_memory
+    if shuffle_partitions:
+        explicit[_SHUFFLE_CONF] = str(shuffle_partitions)
+    submitted = launched_by_spark_submit()
+    if not submitted:
+        explicit.setdefault("spark.master", DEFAULT_MASTER)
+        explicit.setdefault("spark.app.name", app_name)
+    # spark-submit turns spark.pyspark.python into PYSPARK_PYTHON for the driver;
+    # PySpark reads only the variable and sends its value to every executor.
+    os.environ["PYSPARK_PYTHON"] = python_for_workers(explicit)
+
+    from pyspark import SparkContext
+
+    launch = dict(explicit)
+    if not submitted:
+        if launch["spark.master"].startswith("local"):
+            # Read by the JVM at start-up: an embedded Spark resolves no hostname.
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # JVM options count only at launch, and PySpark's launcher sets some
+        # settings (console progress) itself unless given; spark-submit's JVM
+        # has started already, so there its settings stand.
+        launch = {**default_settings(launch["spark.master"]), **launch}
+    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
+    spark_conf = SparkConf()  # the JVM's settings: spark-submit's, spark-defaults.conf, the launch's
+    effective_master = explicit.get("spark.master") or spark_conf.get("spark.master", None) or DEFAULT_MASTER
+    spark_conf.set("spark.master", effective_master)
+    spark_conf.setIfMissing("spark.app.name", app_name)
+    for key, value in default_settings(effective_master).items():
+        spark_conf.setIfMissing(key, value)
+    spark_conf.setAll(list(explicit.items()))
+    session = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if not spark_conf.contains(_SHUFFLE_CONF):
+        # Spark's 200 mostly schedules empty tasks for the report's aggregates.
+        session.conf.set(_SHUFFLE_CONF, str(shuffle_partitions_for(session.sparkContext.defaultParallelism)))
     return session

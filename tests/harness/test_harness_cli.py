@@ -137,7 +137,7 @@ def test_delegated_commands_own_their_options(tmp_path: Path) -> None:
     # argparse.REMAINDER would refuse a command line that starts with an option
     missing = str(tmp_path / "nowhere")
     report = run(["report", "--input", missing, "--out", str(tmp_path / "r")], timeout=120)
-    assert report.returncode == 1 and "inputs not found" in report.stderr, report.stderr
+    assert report.returncode == 3 and "inputs not found" in report.stderr, report.stderr
     for command in (["matrix", "--out", missing, "--help"], ["images", "build", "--help"]):
         result = run(command, timeout=120)
         assert result.returncode == 0 and "usage:" in result.stdout, (command, result.stderr)

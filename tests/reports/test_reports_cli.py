@@ -23,15 +23,17 @@ def test_usage_names_the_documented_options() -> None:
 
 
 def test_missing_input_fails_before_spark_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--input", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 1
+    assert main(["--input", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 3
     assert "inputs not found" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
 def test_end_to_end_prints_the_summary(fixture_root: Path, tmp_path: Path) -> None:
     # Its own interpreter: main() stops its SparkSession, which would end the tests' shared one.
+    # As users run it: `conformance report`, on the embedded local[*] default.
     out = tmp_path / "out"
     argv = [
+        "report",
         "--input",
         str(fixture_root / "runs" / "a1"),
         str(fixture_root / "runs" / "a2"),
@@ -40,16 +42,16 @@ def test_end_to_end_prints_the_summary(fixture_root: Path, tmp_path: Path) -> No
         str(out),
         "--baseline",
         "a1",
-        "--master",
-        "local[1]",
+        "--fail-on-regressions",
         "--shuffle-partitions",
         "2",
         "--requirements",
         str(fixture_root / "requirements"),
     ]
-    code = f"import sys; from reports.cli import main; sys.exit(main({argv!r}))"
-    run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run = subprocess.run([sys.executable, "-m", "conformance.cli", *argv], cwd=REPO, capture_output=True, text=True,
+                         timeout=600)
+    # The gate: a1 -> a2 regressed one cell, so the documented regressions code.
+    assert run.returncode == 1, run.stderr[-3000:]
     # Without a3 the latest alpha run is a2: version-unsupported FAILED, version-ok PASSED.
     # stmp has four MUST cases: the two recorded and two only the catalogue names, which nobody ran.
     assert (
