@@ -35,9 +35,12 @@ STEP_TIMEOUT = 900
 
 
 def report_requirements(pyproject: Path) -> list[str]:
-    """The `reports` extra of pyproject.toml."""
+    """The `report` extra of pyproject.toml (a missing extra is an error, never an empty wheel set)."""
     project = tomllib.loads(pyproject.read_text())["project"]
-    return sorted(project.get("optional-dependencies", {}).get("reports", []))
+    requirements = project.get("optional-dependencies", {}).get("report")
+    if not requirements:
+        raise ImageBuildError(f"{pyproject} declares no `report` extra: the reports image needs PySpark")
+    return sorted(requirements)
 
 
 def ensure_report_wheels(requirements: list[str], *, force: bool, log: Log) -> tuple[PackageSet, BuildOutcome]:

@@ -154,3 +154,8 @@ def test_the_project_venv_builds_without_isolation(monkeypatch: pytest.MonkeyPat
     except ImportError:
         has_wheel = False
     assert wheel.needs_build_isolation() is not (has_own or has_wheel)
+
+
+def test_the_reports_image_wheels_follow_the_report_extra() -> None:
+    from conformance.images.suite_reports import report_requirements
+    assert report_requirements(ROOT / "pyproject.toml") == sorted(PROJECT["optional-dependencies"]["report"])
