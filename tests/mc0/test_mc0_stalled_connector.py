@@ -81,6 +81,8 @@ def test_a_connector_past_the_write_timeout_is_let_go(monkeypatch) -> None:
                     await asyncio.wait_for(peer.writer.drain(), 0.5)
                 except TimeoutError:
                     break
+                except (ConnectionResetError, BrokenPipeError):
+                    break  # under load the broker's write timeout can fire while we still write: it let go
             else:
                 raise AssertionError("the broker kept reading a connector that never reads")
             # write timeout 0.5 s, then CLOSE_TIMEOUT 0.2 s to flush what it cannot: then it must let go

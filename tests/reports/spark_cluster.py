@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from conformance.target_base import dies_with_us
 
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 15
@@ -107,7 +108,8 @@ def standalone_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterat
 
     def launch(name: str, args: list[str], extra_env: dict[str, str]) -> subprocess.Popen:
         log = open(logs / f"{name}.log", "wb")  # noqa: SIM115 (the process owns it)
-        process = subprocess.Popen([spark_class, *args], env={**env, **extra_env}, stdout=log,
+        # dies_with_us: a suite killed mid-test takes the master and worker with it (PDEATHSIG)
+        process = subprocess.Popen(dies_with_us([spark_class, *args]), env={**env, **extra_env}, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
         started.append(process)
         return process
