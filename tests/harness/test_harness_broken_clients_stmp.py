@@ -10,14 +10,9 @@ from conformance.protocols import adapter_for
 from reference_impl.stmp.client import CASE_REQUEST_TIMEOUT, connect
 from conformance.selftest.buggy_stmp_client import BUGS, buggy_client
 from tests.harness.suite_helpers import Grade, all_cases, run_client_case
+from conformance.selftest.stmp_bugs import CLIENT_BUG_TO_CASE
 
-CAUGHT_BY = {
-    "version-nibbles-swapped": "stmp/handshake/client-sends-negotiation",
-    "pings-before-negotiating": "stmp/handshake/client-sends-negotiation",
-    "id-wraps-to-zero": "stmp/ack-wrap/client-id-wrap",
-    "never-times-out": "stmp/ack-wrap/client-request-timeout",
-    "times-out-early": "stmp/ack-wrap/client-request-timeout",
-}
+CAUGHT_BY = CLIENT_BUG_TO_CASE  # the catalogue `conformance selftest` reads: one table
 
 
 def _case(case_id: str):

@@ -9,16 +9,9 @@ from reference_impl.micromessage2 import client as mm2_client
 
 from tests.harness.suite_helpers import Grade, all_cases, run_client_case
 from conformance.selftest.buggy_mm2_client import BUGS, ack_every_third_client, buggy_client
+from conformance.selftest.micromessage2_bugs import CLIENT_BUG_TO_CASE
 
-CAUGHT_BY = {
-    "final-takes-server-minor": "micromessage2/handshake/client-server-higher-minor",
-    "no-error-on-other-major": "micromessage2/handshake/client-other-major",
-    "ignores-server-required": "micromessage2/handshake/client-lacks-server-required",
-    "ignores-error": "micromessage2/handshake/client-required-missing-refused",
-    "activates-unsupported-suggestion": "micromessage2/handshake/client-final-message",
-    "drops-server-required": "micromessage2/handshake/client-final-adds-server-required",
-    "acks-on-an-unused-extension-id": "micromessage2/ack-wrap/client-acks-messages",
-}
+CAUGHT_BY = CLIENT_BUG_TO_CASE  # the catalogue `conformance selftest` reads: one table
 BATCH_ACK = "micromessage2/ack-wrap/client-acks-messages"
 
 

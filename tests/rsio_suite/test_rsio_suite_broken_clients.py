@@ -10,19 +10,9 @@ from reference_impl.rsio.session import SessionClosed
 
 from tests.harness.suite_helpers import Grade, all_cases, run_client_case
 from conformance.selftest.buggy_rsio_client import BUGS, buggy_client
+from conformance.selftest.rsio_bugs import CLIENT_BUG_TO_CASE
 
-CAUGHT_BY = {
-    "hello-version-1": "rsio/handshake/client-hello",
-    "accepts-any-version": "rsio/handshake/client-wrong-version",
-    "uses-unlisted-extension": "rsio/extension-index/client-sends-no-extension-type",
-    "ignores-unknown-type": "rsio/error-disconnect/client-unknown-type",
-    "goodbye-unanswered": "rsio/error-disconnect/client-answers-goodbye",
-    "requests-zero": "rsio/ack-wrap/client-demand",
-    "requests-after-cancel": "rsio/ack-wrap/client-cancel",
-    "on-error-ignored": "rsio/error-disconnect/client-on-error",
-    "parts-not-joined": "rsio/split-message/client-joins-parts",
-    "fixed-size-read-as-prefixed": "rsio/split-message/client-fixed-and-packed",
-}
+CAUGHT_BY = CLIENT_BUG_TO_CASE  # the catalogue `conformance selftest` reads: one table
 
 
 def _case(case_id: str):
