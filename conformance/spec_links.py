@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from conformance.registry import PROTOCOLS
+
 
 @dataclass(frozen=True)
 class PublicSpec:
@@ -20,33 +22,11 @@ class PublicSpec:
     anchors: bool
 
 
-PUBLIC_SPECS: dict[str, PublicSpec] = {
-    # The article has no heading anchors.
-    "stmp": PublicSpec(
-        "https://topic.alibabacloud.com/a/a-super-thin-long-connection-message-protocol-based-on-tcpfont-classtopic"
-        "-s-color00c1dewebsocketsfont_1_38_30919814.html",
-        anchors=False,
-    ),
-    "micromessage2": PublicSpec(
-        "https://github.com/Teino1978-Corp/Teino1978-Corp-MicroMsg2.md/blob/HEAD/MicroMsg2.md", anchors=True
-    ),
-    "rsio": PublicSpec(
-        "https://github.com/reactive-streams/reactive-streams-io/blob/master/NETWORK_PROTOCOL.md", anchors=True
-    ),
-    "mc0": PublicSpec(
-        "https://github.com/puppetlabs/mcollective-zeromq-connector/blob/master/PROTOCOL.md", anchors=True
-    ),
-    "mtl": PublicSpec("https://rfc.zeromq.org/spec/11/", anchors=True),
-}
+#: the public spec page of each protocol, from the one registry (conformance/registry.py)
+PUBLIC_SPECS: dict[str, PublicSpec] = {p.name: PublicSpec(p.public_spec, p.anchors) for p in PROTOCOLS}
 
 # Scenario spec_file names, for records that carry only a specRef.
-SPEC_FILE_PROTOCOL = {
-    "stmp.txt": "stmp",
-    "micromessage2.txt": "micromessage2",
-    "rsio-draft.txt": "rsio",
-    "mc0-0.3.txt": "mc0",
-    "mtl-rfc11.txt": "mtl",
-}
+SPEC_FILE_PROTOCOL = {p.spec_file: p.name for p in PROTOCOLS}
 
 
 def heading_anchor(section: str) -> str:
@@ -62,7 +42,9 @@ def heading_anchor(section: str) -> str:
 def split_spec_ref(spec_ref: str) -> tuple[str, str]:
     """``<spec file>#<section>`` -> (protocol or "", section)."""
     file_part, _, section = spec_ref.partition("#")
-    return SPEC_FILE_PROTOCOL.get(Path(file_part).name, ""), section
+    # a spec_file may name a folder of the shelf (rsocket/Protocol.md); older records carry a path
+    protocol = SPEC_FILE_PROTOCOL.get(file_part.replace("\\", "/")) or SPEC_FILE_PROTOCOL.get(Path(file_part).name, "")
+    return protocol, section
 
 
 def public_spec_url(protocol: str, section: str = "") -> str | None:

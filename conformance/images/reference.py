@@ -17,17 +17,14 @@ from conformance.images.layout import (IMAGES_DIR, LABEL_HASH, LABEL_KIND, LABEL
                                        LABEL_PROTOCOLS, LABEL_ROLES, LABEL_VERSION, reference_repository)
 from conformance.images.packages import PackageSet
 from conformance.images.results import BuildOutcome
+from conformance.registry import PROTOCOLS
 
 DOCKERFILE = IMAGES_DIR / "reference" / "Dockerfile"
 ENTRYPOINT = IMAGES_DIR / "entrypoint.sh"
 # The timers of `conformance serve` with its defaults, which the entrypoint uses: the suite is told
 # them (conformance.params.<protocol>) so its heartbeat and redelivery waits match the server's.
-REFERENCE_TIMERS = {
-    # request_timeout_ms times the client role's request-timeout case (no server case uses it)
-    "stmp": {"heartbeat_interval_ms": 5000, "heartbeat_timeout_ms": 15000, "request_timeout_ms": 2000},
-    "micromessage2": {"read_timeout_ms": 5000},
-    "mtl": {"heartbeat_interval_ms": 5000, "heartbeat_timeout_ms": 15000, "redeliver_ms": 2000},
-}
+# They live in the one registry of protocols (conformance/registry.py).
+REFERENCE_TIMERS = {p.name: dict(p.reference_timers) for p in PROTOCOLS if p.reference_timers}
 
 
 def reference_hash(protocol: str, base_hash: str, packages: PackageSet, wheel_hash: str) -> str:

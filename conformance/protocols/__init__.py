@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib
 
 from conformance.protocols.base import ProtocolAdapter
+from conformance.registry import NAMES
 
-KNOWN = ("stmp", "micromessage2", "rsio", "mc0", "mtl")
+#: every protocol of this suite, from the one registry (conformance/registry.py)
+KNOWN = NAMES
 
 
 def adapter_for(protocol: str) -> ProtocolAdapter:

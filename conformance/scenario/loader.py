@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from conformance.registry import NAMES
 from conformance.scenario.values import expression_problems
 
 _SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "scenario.schema.json"
@@ -74,7 +75,10 @@ class ScenarioFile:
 
 @lru_cache(maxsize=1)
 def _schema() -> dict[str, Any]:
-    return json.loads(_SCHEMA_PATH.read_text())
+    schema = json.loads(_SCHEMA_PATH.read_text())
+    # the protocols are the registry's (the file's enum is a static copy for readers outside Python)
+    schema["properties"]["protocol"]["enum"] = list(NAMES)
+    return schema
 
 
 def _validator(ref: str | None = None) -> jsonschema.Draft202012Validator:

@@ -7,14 +7,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-#: protocol -> module with SERVERS and CLIENTS lists of OneBug
-MODULES = {
-    "stmp": "conformance.selftest.stmp_bugs",
-    "micromessage2": "conformance.selftest.micromessage2_bugs",
-    "rsio": "conformance.selftest.rsio_bugs",
-    "mc0": "conformance.selftest.mc0_bugs",
-    "mtl": "conformance.selftest.mtl_bugs",
-}
+from conformance.registry import PROTOCOLS
+
+#: protocol -> module with SERVERS and CLIENTS lists of OneBug, from the one registry (conformance/registry.py)
+MODULES = {p.name: f"conformance.selftest.{p.selftest}" for p in PROTOCOLS if p.selftest}
 
 
 @dataclass(frozen=True)

@@ -451,6 +451,11 @@ class Connection:
     def _frame_error(self, exc: FrameError, events: list[Event]) -> bool:
         """True when the frame was dropped and reading may go on."""
         framing = exc.frame_type is None  # the length prefix itself: no resynchronisation
+        if self.role is Role.SERVER and not self._established:
+            # "Connection Establishment": anything but a valid SETUP|RESUME on stream 0 first
+            # (a SETUP on a stream included, which is otherwise an ignorable frame)
+            self._connection_error(INVALID_SETUP, exc.code, events)
+            return False
         if exc.ignorable and not framing:
             events.append(FrameIgnored(exc.code, exc.stream_id))
             return True
