@@ -63,7 +63,8 @@ class RSocketServer:
         finally:
             self._tasks.discard(asyncio.current_task())
             writer.close()
-            with contextlib.suppress(Exception):
+            # close() may cancel this task while it waits here: the connection is ending either way
+            with contextlib.suppress(Exception, asyncio.CancelledError):
                 await writer.wait_closed()
 
     async def _ws(self, websocket: ServerConnection) -> None:

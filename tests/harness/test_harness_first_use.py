@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conformance.registry import NAMES
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = [sys.executable, "-m", "conformance.cli"]
-PROTOCOLS = ("stmp", "micromessage2", "rsio", "mc0", "mtl")
+PROTOCOLS = NAMES
+assert {"stmp", "micromessage2", "rsio", "mc0", "mtl", "rsocket"} <= set(PROTOCOLS)
 
 # One STMP case, written the way a user would keep their own cases: in a folder not named scenarios.
 OWN_CASE = """\

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.registry import PROTOCOLS
 from conformance.selftest import catalog as catalog_module
 from conformance.selftest.catalog import MODULES, OneBug, catalog
 from conformance.selftest.command import run as selftest
@@ -24,6 +25,7 @@ BUGGY = {
     "rsio": ("buggy_rsio", "buggy_rsio_client"),
     "mc0": ("buggy_mc0", None),
     "mtl": ("buggy_mtl", None),
+    "rsocket": ("buggy_rsocket", None),
 }
 
 
@@ -80,7 +82,8 @@ def test_an_unknown_protocol_is_a_usage_error() -> None:
 
 def test_the_readme_table_counts_every_catalogued_bug() -> None:
     import re
-    names = {"STMP": "stmp", "Micromessage2": "micromessage2", "rsio": "rsio", "mc0": "mc0", "11/MTL": "mtl"}
+    names = {p.label: p.name for p in PROTOCOLS if p.selftest}
+    assert {"STMP", "Micromessage2", "rsio", "mc0", "11/MTL", "RSocket"} <= set(names)
     readme = (ROOT / "README.md").read_text()
     for label, protocol in names.items():
         row = re.search(rf"^\| {re.escape(label)} \| (\d+) of (\d+) \| (?:(\d+) of (\d+)|\(no client-role cases\)) \|$",

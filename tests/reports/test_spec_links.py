@@ -14,12 +14,14 @@ import pytest
 
 from conformance.paths import docs_dir, scenarios_dir
 from conformance.scenario.loader import Case, load_file
+from conformance.registry import NAMES
 from conformance.spec_links import public_spec_url
 from reports.coverage import Coverage
 from reports.html_matrix import MatrixPage, render
 from reports.page_model import protocol_matrices
 
-PROTOCOLS = ["stmp", "micromessage2", "rsio", "mc0", "mtl"]
+PROTOCOLS = list(NAMES)
+assert {"stmp", "micromessage2", "rsio", "mc0", "mtl", "rsocket"} <= set(PROTOCOLS)
 # Headings of the public NETWORK_PROTOCOL.md (reactive-streams-io), as GitHub anchors them.
 RSIO_PUBLIC_ANCHORS = {
     "transport-assumptions", "message-framing", "protocol-negotiation", "the-protocol-version",

@@ -1,0 +1,134 @@
+"""The reference RSocket server with one switchable bug, for proving the suite can fail.
+
+Each bug turns one rule of docs/profiles/rsocket.md off in the server's connection (a subclass of
+the reference :class:`Connection`, used by this server only); the suite decodes with the codec and
+never with a connection, so a bug cannot reach the side doing the grading.  ``bug=None`` is the
+correct twin: the reference server itself.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from reference_impl.rsocket.codec import (
+    APPLICATION_ERROR, CONNECTION_ERROR, Error, Ext, Keepalive, Resume, Setup,
+)
+from reference_impl.rsocket.connection import Connection, FrameIgnored, Kind, Role
+from reference_impl.rsocket.server import RSocketServer, start_server
+from reference_impl.rsocket.service import TestService
+
+BUGS = {
+    "setup-version-accepted",      # serves a SETUP of any major version
+    "setup-zero-timers-accepted",  # accepts a keepalive interval or max lifetime of 0
+    "first-frame-served",          # serves a request that arrives before any SETUP
+    "second-setup-closes",         # ends the connection on a SETUP after an accepted one
+    "credit-wraps",                # adds request-n as a signed 32-bit sum, which wraps past 2^31-1
+    "credit-past-grant",           # sends one PAYLOAD more than a stream's initial request-n
+    "request-n-zero-accepted",     # a REQUEST_N of 0 is silently ignored instead of an error
+    "ignores-cancel",              # CANCEL is a no-op: the stream goes on taking credit
+    "cancel-unknown-closes",       # a CANCEL on an unknown stream id is a connection error
+    "stream-in-use-replaced",      # a request on an id in use replaces the stream
+    "fragments-not-joined",        # serves the first fragment of a request as the whole request
+    "keepalive-data-dropped",      # answers KEEPALIVE(R) without echoing its data
+    "ignorable-ext-closes",        # ends the connection on an EXT it does not know, even with I set
+    "metadata-overrun-ignored",    # drops a frame whose metadata length overruns instead of a connection error
+    "app-error-on-stream-zero",    # sends APPLICATION_ERROR on stream 0 instead of the request's stream
+    "error-data-latin1",           # encodes error data as Latin-1, not UTF-8 (a SHOULD)
+}
+
+_WRAP = 1 << 32
+
+
+class BuggyConnection(Connection):
+    def __init__(self, bug: str | None, *args, **kwargs) -> None:
+        self.bug = bug
+        super().__init__(*args, **kwargs)
+
+    def _receive_first(self, frame, events) -> None:
+        if isinstance(frame, Setup) and self.bug == "setup-version-accepted":
+            frame = replace(frame, major=1)
+        if isinstance(frame, Setup) and self.bug == "setup-zero-timers-accepted":
+            frame = replace(frame, keepalive=frame.keepalive or 30000, lifetime=frame.lifetime or 90000)
+        if not isinstance(frame, (Setup, Resume)) and self.bug == "first-frame-served":
+            self._established = True
+            self._receive(frame, None, events)
+            return
+        super()._receive_first(frame, events)
+
+    def _receive(self, frame, now, events) -> None:
+        if self._established:
+            if isinstance(frame, Setup) and self.bug == "second-setup-closes":
+                self._connection_error(CONNECTION_ERROR, "second SETUP", events)
+                return
+            if isinstance(frame, Keepalive) and frame.respond and self.bug == "keepalive-data-dropped":
+                self._send(Keepalive(False, 0, b""))
+                return
+            if isinstance(frame, Ext) and self.bug == "ignorable-ext-closes":
+                self._connection_error(CONNECTION_ERROR, "unknown extension", events)
+                return
+        super()._receive(frame, now, events)
+
+    def _frame_error(self, exc, events) -> bool:
+        if exc.code == "metadata-length-overrun" and self.bug == "metadata-overrun-ignored":
+            events.append(FrameIgnored(exc.code, exc.stream_id))
+            return True
+        return super()._frame_error(exc, events)
+
+    def _receive_request(self, frame, events) -> None:
+        if self.bug == "stream-in-use-replaced":
+            self._streams.pop(frame.stream_id, None)
+        if frame.follows and self.bug == "fragments-not-joined":
+            frame = replace(frame, follows=False)
+        super()._receive_request(frame, events)
+
+    def _deliver_request(self, sid, stream, first, metadata, data, complete, events) -> None:
+        super()._deliver_request(sid, stream, first, metadata, data, complete, events)
+        if self.bug == "credit-past-grant" and stream.kind is Kind.STREAM and sid in self._streams:
+            stream.outbound.add(1)
+
+    def _receive_request_n(self, frame, events) -> None:
+        stream = self._streams.get(frame.stream_id)
+        if frame.n == 0 and self.bug == "request-n-zero-accepted":
+            events.append(FrameIgnored("request-n-zero", frame.stream_id))
+            return
+        if stream is not None and self.bug == "credit-wraps":
+            total = (stream.outbound.value + frame.n) % _WRAP
+            stream.outbound.value = total - _WRAP if total >= 1 << 31 else total
+            return
+        super()._receive_request_n(frame, events)
+
+    def _receive_cancel(self, frame, events) -> None:
+        if self.bug == "ignores-cancel":
+            events.append(FrameIgnored("cancel-ignored", frame.stream_id))
+            return
+        if frame.stream_id not in self._streams and self.bug == "cancel-unknown-closes":
+            self._connection_error(CONNECTION_ERROR, "cancel of an unknown stream", events)
+            return
+        super()._receive_cancel(frame, events)
+
+    def send_error(self, stream_id: int, code: int, message: str = "") -> None:
+        if code == APPLICATION_ERROR and self.bug == "app-error-on-stream-zero":
+            self._send(Error(0, code, message.encode("utf-8")))
+            self._streams.pop(stream_id, None)
+            return
+        if self.bug == "error-data-latin1":
+            self._send(Error(stream_id, code, message.encode("latin-1", "replace")))
+            self._streams.pop(stream_id, None)
+            return
+        super().send_error(stream_id, code, message)
+
+
+async def start_buggy_server(bug: str | None, transport: str = "tcp") -> RSocketServer:
+    if bug is not None and bug not in BUGS:
+        raise ValueError(f"unknown bug {bug!r}")
+    server = await start_server("127.0.0.1", 0, transport=transport)
+    if bug is None:
+        return server
+
+    def connection() -> tuple[Connection, TestService]:
+        conn = BuggyConnection(bug, Role.SERVER, server.transport, now=time.monotonic(), **server.options)
+        return conn, TestService(conn, server.shared)
+
+    server._connection = connection  # this server's connections only
+    return server

@@ -1,0 +1,35 @@
+"""RSocket's one-bug servers, and the cases meant to catch each (server role only so far)."""
+
+from __future__ import annotations
+
+from conformance.selftest.buggy_rsocket import start_buggy_server
+from conformance.selftest.catalog import servers
+
+BUG_TO_CASE = [
+    ("setup-version-accepted", "rsocket/handshake/setup-version-unsupported"),
+    ("setup-version-accepted", "rsocket/handshake/setup-version-zero"),
+    ("setup-zero-timers-accepted", "rsocket/handshake/setup-keepalive-zero"),
+    ("setup-zero-timers-accepted", "rsocket/handshake/setup-lifetime-zero"),
+    ("first-frame-served", "rsocket/handshake/first-frame-not-setup"),
+    ("second-setup-closes", "rsocket/handshake/second-setup-ignored"),
+    ("credit-wraps", "rsocket/ack-wrap/credit-saturates"),
+    ("credit-past-grant", "rsocket/ack-wrap/initial-n-exact"),
+    ("request-n-zero-accepted", "rsocket/ack-wrap/request-n-zero"),
+    ("ignores-cancel", "rsocket/error-disconnect/cancel-stops-stream"),
+    ("cancel-unknown-closes", "rsocket/error-disconnect/cancel-unknown-stream"),
+    ("stream-in-use-replaced", "rsocket/ack-wrap/stream-in-use-ignored"),
+    ("fragments-not-joined", "rsocket/split-message/request-fragmented"),
+    ("fragments-not-joined", "rsocket/split-message/one-byte-fragments"),
+    ("keepalive-data-dropped", "rsocket/error-disconnect/keepalive-echo"),
+    ("ignorable-ext-closes", "rsocket/extension-index/ext-ignorable-dropped"),
+    ("metadata-overrun-ignored", "rsocket/error-disconnect/metadata-length-overrun"),
+    ("app-error-on-stream-zero", "rsocket/error-disconnect/application-error"),
+]
+#: SHOULD-level bugs: NON-STRICT
+SHOULD_BUG_TO_CASE = [
+    ("error-data-latin1", "rsocket/error-disconnect/error-data-utf8"),
+]
+
+
+SERVERS = servers("rsocket", BUG_TO_CASE + SHOULD_BUG_TO_CASE, start_buggy_server)
+CLIENTS: list = []
