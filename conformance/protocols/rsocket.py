@@ -15,7 +15,7 @@ Frames by fields (Protocol.md's frame and field names, docs/profiles/rsocket.md)
     {type: RESUME, resume_token: "t", server_position: 0, client_position: 0}
     {type: RESUME_OK, position: 0}                 {type: EXT, extended_type: 7, payload: {hex: "01"}}
 
-Every frame takes ``stream`` (default 0 for connection frames, 1 for stream frames) and ``ignore``
+Every frame takes ``stream`` (default 0 for connection frames, ERROR and EXT, else 1) and ``ignore``
 (the I flag).  ``metadata`` present means the M flag.  Byte fields take a payload spec (a UTF-8
 string, {hex: ...}, {utf8: ...} or {size: N, offset: K}).  ``composite: [{mime: 0x7E | "a/b",
 data: ...}, ...]`` builds composite metadata (Extensions/CompositeMetadata.md) as ``metadata``,
@@ -170,7 +170,7 @@ def build_frame(spec: dict[str, Any]) -> codec.Frame:
     if isinstance(name, int):
         raise CodecError("scenario", f"type {name} is not an RSocket frame: give its body with hex")
     connection = TYPES[name] in codec.CONNECTION_TYPES
-    sid = _int(spec, "stream", 0 if connection or name == "ERROR" else 1)
+    sid = _int(spec, "stream", 0 if connection or name in ("ERROR", "EXT") else 1)
     ignore = bool(spec.get("ignore", False))
     metadata = composite_metadata(spec["composite"]) if "composite" in spec else _bytes(spec, "metadata")
     data = _bytes(spec, "data") or b""
@@ -554,8 +554,9 @@ ADAPTER = RSocketAdapter(
     transports=("tcp", "ws"),
     # a responder may send KEEPALIVE(R) of its own at any time
     default_noise=[{"type": "KEEPALIVE"}],
-    # silence_ms: how long "nothing more arrives" is watched; reply_ms: a reply the suite provoked
-    params={"silence_ms": 500, "reply_ms": 3000},
+    # silence_ms: how long "nothing more arrives" is watched; reply_ms: a reply the suite provoked;
+    # pause_ms: the gap between two pieces of one frame sent in separate TCP writes
+    params={"silence_ms": 500, "reply_ms": 3000, "pause_ms": 200},
     ref_params={"silence_ms": 300, "reply_ms": 2000},
     macros={"setup": [{"send": SETUP}], "serves": SERVES},
     new_reader=new_reader,

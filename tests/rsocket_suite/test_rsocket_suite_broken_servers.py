@@ -1,0 +1,62 @@
+"""A suite that cannot fail proves nothing: each one-bug RSocket server fails the case named for
+it (FAILED for a MUST, NON-STRICT for a SHOULD), and the bug-free twin passes every server-role
+case on TCP and WebSocket."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import lru_cache
+
+import pytest
+
+from conformance.selftest.buggy_rsocket import BUGS, start_buggy_server
+from conformance.selftest.rsocket_bugs import BUG_TO_CASE, SHOULD_BUG_TO_CASE
+from suite_helpers import Grade, all_cases, run_case
+
+CASES = all_cases("rsocket")
+SERVER_CASES = sorted(cid for cid, c in CASES.items() if c.role == "server")
+#: cases a server without LEASE and resumption (the reference) answers UNSUPPORTED, as the profile says
+UNSUPPORTED_BY_REFERENCE = {"rsocket/handshake/lease-requested", "rsocket/handshake/resume-requested"}
+
+
+async def _run(bug: str | None, case_id: str, transport: str = "tcp"):
+    server = await start_buggy_server(bug, "websocket" if transport == "ws" else "tcp")
+    try:
+        return await run_case(CASES[case_id], server.url, transport)
+    finally:
+        await server.close()
+
+
+@lru_cache(maxsize=None)
+def _grade(bug: str | None, case_id: str, transport: str = "tcp"):
+    return asyncio.run(_run(bug, case_id, transport))
+
+
+def test_every_bug_has_a_case() -> None:
+    assert {bug for bug, _ in BUG_TO_CASE + SHOULD_BUG_TO_CASE} == BUGS
+    assert len(BUGS) >= 12
+
+
+@pytest.mark.parametrize("bug,case_id", BUG_TO_CASE, ids=[f"{b}->{c}" for b, c in BUG_TO_CASE])
+def test_each_bug_fails_its_case(bug: str, case_id: str) -> None:
+    result = _grade(bug, case_id)
+    assert result.grade is Grade.FAILED, (result.grade, result.message, result.log.render())
+
+
+@pytest.mark.parametrize("bug,case_id", SHOULD_BUG_TO_CASE, ids=[f"{b}->{c}" for b, c in SHOULD_BUG_TO_CASE])
+def test_each_should_bug_is_non_strict(bug: str, case_id: str) -> None:
+    result = _grade(bug, case_id)
+    assert result.grade is Grade.NON_STRICT, (result.grade, result.message)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ws"])
+@pytest.mark.parametrize("case_id", SERVER_CASES)
+def test_the_bug_free_twin_passes_every_case(case_id: str, transport: str) -> None:
+    case = CASES[case_id]
+    if case.transports and transport not in case.transports:
+        pytest.skip(f"{case_id} runs on {case.transports} only")
+    result = _grade(None, case_id, transport)
+    allowed = {Grade.PASSED, Grade.INFORMATIONAL}
+    if case_id in UNSUPPORTED_BY_REFERENCE:
+        allowed = {Grade.UNSUPPORTED}
+    assert result.grade in allowed, (result.grade, result.message)
