@@ -167,3 +167,37 @@ async def connect(url: str, *, metadata_mime: str = "text/plain", data_mime: str
         client = RSocketClient(conn, websocket=websocket)
     await client._flush()
     return client
+
+
+#: the client test cases of docs/profiles/rsocket.md this client runs (the image contract's TESTCASE);
+#: any other name exits 127, "unsupported"
+CLIENT_TESTCASES = ("request-response", "stream", "fnf", "metadata-push")
+CASE_TIMEOUT = 10.0
+
+
+async def run_client_testcase(url: str, testcase: str) -> int:
+    """Connect, run one test case against the profile's test service, close: 0 when the server
+    answered as the profile says, 1 otherwise, 127 for a test case this client does not run."""
+    if testcase not in CLIENT_TESTCASES:
+        return 127
+    try:
+        client = await asyncio.wait_for(connect(url), CASE_TIMEOUT)
+    except (OSError, asyncio.TimeoutError):
+        return 1
+    try:
+        async with asyncio.timeout(CASE_TIMEOUT):
+            if testcase == "request-response":
+                ok = (await client.request_response(b"echo:hello")).data == b"hello"
+            elif testcase == "stream":
+                ok = await client.request_stream(b"range:5", batch=2) == [b"0", b"1", b"2", b"3", b"4"]
+            elif testcase == "fnf":
+                await client.fire_and_forget(b"fnf:client")
+                ok = True
+            else:
+                await client.metadata_push(b"client-metadata")
+                ok = True
+        return 0 if ok else 1
+    except (StreamError, ConnectionLost, TimeoutError):
+        return 1
+    finally:
+        await client.close()
