@@ -1,9 +1,10 @@
-"""RSocket's one-bug servers, and the cases meant to catch each (server role only so far)."""
+"""RSocket's one-bug servers and clients, and the cases meant to catch each."""
 
 from __future__ import annotations
 
 from conformance.selftest.buggy_rsocket import start_buggy_server
-from conformance.selftest.catalog import servers
+from conformance.selftest.buggy_rsocket_client import buggy_client
+from conformance.selftest.catalog import clients, servers
 
 BUG_TO_CASE = [
     ("setup-version-accepted", "rsocket/handshake/setup-version-unsupported"),
@@ -29,7 +30,23 @@ BUG_TO_CASE = [
 SHOULD_BUG_TO_CASE = [
     ("error-data-latin1", "rsocket/error-disconnect/error-data-utf8"),
 ]
+CLIENT_BUG_TO_CASE = {
+    "setup-version-2": "rsocket/handshake/client-setup",
+    "setup-keepalive-zero": "rsocket/handshake/client-setup",
+    "first-stream-3": "rsocket/handshake/client-setup",
+    "ignores-setup-rejection": "rsocket/handshake/client-setup-rejected",
+    "setup-frame-closes": "rsocket/handshake/client-ignores-setup-frame",
+    "requests-zero": "rsocket/ack-wrap/client-request-n",
+    "no-request-n": "rsocket/ack-wrap/client-request-n",
+    "even-stream-ids": "rsocket/ack-wrap/client-fnf-odd-id",
+    "fragments-not-joined": "rsocket/split-message/client-joins-fragments",
+    "ignorable-ext-closes": "rsocket/extension-index/client-ignorable-ext",
+    "metadata-push-on-stream": "rsocket/extension-index/client-metadata-push",
+    "keepalive-not-echoed": "rsocket/error-disconnect/client-keepalive-echo",
+    "setup-error-always-closes": "rsocket/error-disconnect/client-ignores-setup-error-when-established",
+    "stream-error-ignored": "rsocket/error-disconnect/client-stream-error",
+}
 
 
 SERVERS = servers("rsocket", BUG_TO_CASE + SHOULD_BUG_TO_CASE, start_buggy_server)
-CLIENTS: list = []
+CLIENTS = clients("rsocket", CLIENT_BUG_TO_CASE, buggy_client)

@@ -25,7 +25,7 @@ BUGGY = {
     "rsio": ("buggy_rsio", "buggy_rsio_client"),
     "mc0": ("buggy_mc0", None),
     "mtl": ("buggy_mtl", None),
-    "rsocket": ("buggy_rsocket", None),
+    "rsocket": ("buggy_rsocket", "buggy_rsocket_client"),
 }
 
 

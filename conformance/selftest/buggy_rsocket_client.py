@@ -1,0 +1,112 @@
+"""The reference RSocket client with one switchable bug, for proving the client-role cases can fail.
+
+Each bug patches one rule of the reference connection while that client runs; the suite acting
+as server decodes with the codec only, so the patches never reach the side doing the grading.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from unittest import mock
+
+from reference_impl.rsocket import client as rsocket_client
+from reference_impl.rsocket.codec import CONNECTION_ERROR, Ext, Keepalive, MetadataPush, RequestN, Setup
+from reference_impl.rsocket.connection import SETUP_ERRORS, Connection, FrameIgnored
+
+_setup = Connection.setup
+_allocate = Connection.allocate_stream_id
+_receive = Connection._receive
+_receive_error = Connection._receive_error
+_receive_payload = Connection._receive_payload
+
+
+def _setup_version_2(self, *args, **kwargs):
+    _setup(self, *args, **{**kwargs, "version": (2, 0)})
+
+
+def _setup_keepalive_zero(self, *args, **kwargs):
+    self.keepalive_ms = 0
+    _setup(self, *args, **kwargs)
+
+
+def _starts_at_3(self):
+    if self._next_id == 1:
+        self._next_id = 3
+    return _allocate(self)
+
+
+def _even_ids(self):
+    return _allocate(self) + 1
+
+
+def _ignores_setup_rejection(self, frame, events):
+    if frame.stream_id == 0 and frame.code in SETUP_ERRORS:
+        events.append(FrameIgnored("setup-error-ignored", 0))
+        return
+    _receive_error(self, frame, events)
+
+
+def _setup_error_always_closes(self, frame, events):
+    if frame.stream_id == 0:
+        self._established = False  # as if every setup error came during establishment
+    _receive_error(self, frame, events)
+
+
+def _stream_error_ignored(self, frame, events):
+    if frame.stream_id != 0:
+        events.append(FrameIgnored("stream-error-ignored", frame.stream_id))
+        return
+    _receive_error(self, frame, events)
+
+
+def _receive_with(bug: str):
+    def receive(self, frame, now, events):
+        if isinstance(frame, Setup) and bug == "setup-frame-closes":
+            self._connection_error(CONNECTION_ERROR, "unexpected SETUP", events)
+        elif isinstance(frame, Ext) and bug == "ignorable-ext-closes":
+            self._connection_error(CONNECTION_ERROR, "unknown extension", events)
+        elif isinstance(frame, Keepalive) and frame.respond and bug == "keepalive-not-echoed":
+            self._send(Keepalive(False, 0, b""))
+        else:
+            _receive(self, frame, now, events)
+    return receive
+
+
+def _first_fragment_is_whole(self, frame, events):
+    _receive_payload(self, replace(frame, follows=False), events)
+
+
+def _request_n_zero(self, stream_id, n):
+    self._send(RequestN(stream_id, 0))
+
+
+def _metadata_push_on_stream(self, metadata):
+    self._send(MetadataPush(metadata, stream_id=1))
+
+
+BUGS = {
+    "setup-version-2": lambda: mock.patch.object(Connection, "setup", _setup_version_2),
+    "setup-keepalive-zero": lambda: mock.patch.object(Connection, "setup", _setup_keepalive_zero),
+    "first-stream-3": lambda: mock.patch.object(Connection, "allocate_stream_id", _starts_at_3),
+    "even-stream-ids": lambda: mock.patch.object(Connection, "allocate_stream_id", _even_ids),
+    "ignores-setup-rejection": lambda: mock.patch.object(Connection, "_receive_error", _ignores_setup_rejection),
+    "setup-error-always-closes": lambda: mock.patch.object(Connection, "_receive_error", _setup_error_always_closes),
+    "stream-error-ignored": lambda: mock.patch.object(Connection, "_receive_error", _stream_error_ignored),
+    "setup-frame-closes": lambda: mock.patch.object(Connection, "_receive", _receive_with("setup-frame-closes")),
+    "ignorable-ext-closes": lambda: mock.patch.object(Connection, "_receive", _receive_with("ignorable-ext-closes")),
+    "keepalive-not-echoed": lambda: mock.patch.object(Connection, "_receive", _receive_with("keepalive-not-echoed")),
+    "fragments-not-joined": lambda: mock.patch.object(Connection, "_receive_payload", _first_fragment_is_whole),
+    "requests-zero": lambda: mock.patch.object(Connection, "request_n", _request_n_zero),
+    "no-request-n": lambda: mock.patch.object(Connection, "request_n", lambda self, stream_id, n: None),
+    "metadata-push-on-stream": lambda: mock.patch.object(Connection, "metadata_push", _metadata_push_on_stream),
+}
+
+
+def buggy_client(bug: str | None):
+    """launch(testcase, url) -> exit code: the reference client, with ``bug`` (None: none)."""
+
+    async def launch(testcase: str, url: str) -> int:
+        with BUGS[bug]() if bug else contextlib.nullcontext():
+            return await rsocket_client.run_client_testcase(url, testcase)
+    return launch
