@@ -35,6 +35,7 @@ BUGS = {
     "metadata-overrun-ignored",    # drops a frame whose metadata length overruns instead of a connection error
     "app-error-on-stream-zero",    # sends APPLICATION_ERROR on stream 0 instead of the request's stream
     "error-data-latin1",           # encodes error data as Latin-1, not UTF-8 (a SHOULD)
+    "routing-ignored",             # routes by the data even when composite metadata carries a route
 }
 
 _WRAP = 1 << 32
@@ -119,6 +120,14 @@ class BuggyConnection(Connection):
         super().send_error(stream_id, code, message)
 
 
+class _DataRoutedService(TestService):
+    """The test service that never reads a routing entry."""
+
+    def _request(self, req) -> None:
+        self._composite = False
+        super()._request(req)
+
+
 async def start_buggy_server(bug: str | None, transport: str = "tcp") -> RSocketServer:
     if bug is not None and bug not in BUGS:
         raise ValueError(f"unknown bug {bug!r}")
@@ -128,7 +137,8 @@ async def start_buggy_server(bug: str | None, transport: str = "tcp") -> RSocket
 
     def connection() -> tuple[Connection, TestService]:
         conn = BuggyConnection(bug, Role.SERVER, server.transport, now=time.monotonic(), **server.options)
-        return conn, TestService(conn, server.shared)
+        service = _DataRoutedService if bug == "routing-ignored" else TestService
+        return conn, service(conn, server.shared)
 
     server._connection = connection  # this server's connections only
     return server

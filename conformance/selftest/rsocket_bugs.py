@@ -25,6 +25,8 @@ BUG_TO_CASE = [
     ("ignorable-ext-closes", "rsocket/extension-index/ext-ignorable-dropped"),
     ("metadata-overrun-ignored", "rsocket/error-disconnect/metadata-length-overrun"),
     ("app-error-on-stream-zero", "rsocket/error-disconnect/application-error"),
+    ("routing-ignored", "rsocket/extension-index/composite-routing"),
+    ("routing-ignored", "rsocket/extension-index/composite-routing-by-string"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [

@@ -1,7 +1,8 @@
 """The RSocket test service (server role), on a sans-IO Connection.
 
 Routes (docs/profiles/rsocket.md, "Test service"; the route is the request's
-data as UTF-8; composite-metadata routing is not read yet):
+data as UTF-8, unless the connection's metadata MIME type is composite metadata and the
+request's metadata carries a routing entry, whose first tag is then the route):
 
 request-response  ``echo:<text>``        ``<text>`` with the request's metadata
                   ``error:<text>``       APPLICATION_ERROR ``<text>``
@@ -31,8 +32,9 @@ from dataclasses import dataclass, field
 from reference_impl.rsocket.codec import APPLICATION_ERROR
 from reference_impl.rsocket.connection import (
     CancelReceived, ConnectionClosed, Connection, CreditReceived, Event, Kind,
-    MetadataPushReceived, PayloadReceived, RequestReceived, StreamErrorReceived,
+    MetadataPushReceived, PayloadReceived, RequestReceived, SetupAccepted, StreamErrorReceived,
 )
+from reference_impl.rsocket.metadata import COMPOSITE_MIME, route_of
 
 
 @dataclass
@@ -63,10 +65,13 @@ class TestService:
         self.max_payloads = max_payloads
         self._ranges: dict[int, _Range] = {}
         self._channels: dict[int, _Channel] = {}
+        self._composite = False  # the SETUP named composite metadata as the metadata MIME type
 
     def handle(self, events: list[Event]) -> None:
         for event in events:
-            if isinstance(event, RequestReceived):
+            if isinstance(event, SetupAccepted):
+                self._composite = event.setup.metadata_mime == COMPOSITE_MIME
+            elif isinstance(event, RequestReceived):
                 self._request(event)
             elif isinstance(event, PayloadReceived):
                 self._channel_payload(event)
@@ -86,10 +91,12 @@ class TestService:
 
     def _request(self, req: RequestReceived) -> None:
         sid = req.stream_id
-        route = req.data.decode("utf-8", "replace")
+        routed = route_of(req.metadata) if self._composite else None
+        raw = routed.encode("utf-8") if routed is not None else req.data  # echo and fnf keep bytes as sent
+        route = raw.decode("utf-8", "replace")
         if req.kind is Kind.FNF:
             if route.startswith("fnf:"):
-                self.shared.last_fnf = req.data[len(b"fnf:"):]
+                self.shared.last_fnf = raw[len(b"fnf:"):]
             return
         if req.kind is Kind.CHANNEL:
             channel = _Channel(requester_done=req.complete)
@@ -103,7 +110,7 @@ class TestService:
         elif route == "never":
             pass
         elif req.kind is Kind.RESPONSE and route.startswith("echo:"):
-            self.conn.send_payload(sid, req.data[len(b"echo:"):], req.metadata)
+            self.conn.send_payload(sid, raw[len(b"echo:"):], req.metadata)
         elif req.kind is Kind.RESPONSE and route == "last-fnf":
             self.conn.send_payload(sid, self.shared.last_fnf)
         elif req.kind is Kind.RESPONSE and route == "last-metadata-push":
