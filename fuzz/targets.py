@@ -34,6 +34,7 @@ PROTOCOL_TARGETS: dict[str, tuple[tuple[str, str], int]] = {
     "zmtp": (("codec", "connection"), 4096),
     "mtl": (("codec", "connection"), 4096),
     "mc0": (("codec", "broker"), 16384),
+    "rsocket": (("codec", "connection"), 4096),
 }
 
 
