@@ -99,6 +99,10 @@ class BuggyConnection(Connection):
             return
         super()._receive_request_n(frame, events)
 
+    def credit(self, stream_id: int) -> int | None:
+        value = super().credit(stream_id)
+        return value if value is None else max(value, 0)  # a wrapped (negative) credit stalls the stream
+
     def _receive_cancel(self, frame, events) -> None:
         if self.bug == "ignores-cancel":
             events.append(FrameIgnored("cancel-ignored", frame.stream_id))
