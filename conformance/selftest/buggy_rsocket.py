@@ -36,6 +36,7 @@ BUGS = {
     "app-error-on-stream-zero",    # sends APPLICATION_ERROR on stream 0 instead of the request's stream
     "error-data-latin1",           # encodes error data as Latin-1, not UTF-8 (a SHOULD)
     "routing-ignored",             # routes by the data even when composite metadata carries a route
+    "lease-not-sent",              # accepts a SETUP with L but never sends the LEASE
 }
 
 _WRAP = 1 << 32
@@ -69,6 +70,12 @@ class BuggyConnection(Connection):
                 self._connection_error(CONNECTION_ERROR, "unknown extension", events)
                 return
         super()._receive(frame, now, events)
+
+    def _grant_lease(self) -> None:
+        if self.bug == "lease-not-sent":
+            self._lease_left, self._lease_until = self.lease_requests, float("inf")  # served, never said
+            return
+        super()._grant_lease()
 
     def _frame_error(self, exc, events) -> bool:
         if exc.code == "metadata-length-overrun" and self.bug == "metadata-overrun-ignored":

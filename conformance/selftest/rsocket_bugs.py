@@ -27,6 +27,7 @@ BUG_TO_CASE = [
     ("app-error-on-stream-zero", "rsocket/error-disconnect/application-error"),
     ("routing-ignored", "rsocket/extension-index/composite-routing"),
     ("routing-ignored", "rsocket/extension-index/composite-routing-by-string"),
+    ("lease-not-sent", "rsocket/handshake/lease-requested"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [

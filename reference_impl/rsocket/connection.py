@@ -28,8 +28,12 @@ Rules kept here:
   connection, and after sending one nothing more is sent.
 * Handling the Unexpected: frames the spec says to ignore are dropped with a
   :class:`FrameIgnored` event and the connection keeps serving.
-* Not implemented yet: LEASE and resumption.  A SETUP asking for either gets
-  ERROR[UNSUPPORTED_SETUP]; a RESUME gets ERROR[REJECTED_RESUME].
+* LEASE, server side: a SETUP with L gets a LEASE of ``lease_requests`` requests for
+  ``lease_ttl_ms`` at once, renewed by :meth:`tick` once used up or expired; a request
+  beyond the lease gets ERROR[REJECTED] ("Lease Semantics").  A client honouring a LEASE
+  is not implemented: the client never sets L.
+* Not implemented yet: resumption.  A SETUP asking for it gets ERROR[UNSUPPORTED_SETUP];
+  a RESUME gets ERROR[REJECTED_RESUME].
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ from typing import Union
 from reference_impl.common.errors import ProtocolViolation
 from reference_impl.rsocket import codec
 from reference_impl.rsocket.codec import (
-    CONNECTION_ERROR, INVALID, INVALID_SETUP, MAX_U31, REJECTED_RESUME, REJECTED_SETUP,
-    UNSUPPORTED_SETUP, Cancel, Error, FrameError, Keepalive, MetadataPush, Payload,
+    CONNECTION_ERROR, INVALID, INVALID_SETUP, MAX_U31, REJECTED, REJECTED_RESUME, REJECTED_SETUP,
+    UNSUPPORTED_SETUP, Cancel, Error, FrameError, Keepalive, Lease, MetadataPush, Payload,
     RequestChannel, RequestFnf, RequestN, RequestResponse, RequestStream, Resume, Setup,
 )
 
@@ -194,7 +198,8 @@ class Connection:
     def __init__(self, role: Role, transport: Transport = Transport.TCP, *, now: float = 0.0,
                  keepalive_ms: int = 20_000, lifetime_ms: int = 90_000,
                  fragment_size: int = DEFAULT_FRAGMENT_SIZE, max_frame: int = codec.MAX_FRAME,
-                 max_reassembly: int = DEFAULT_MAX_REASSEMBLY) -> None:
+                 max_reassembly: int = DEFAULT_MAX_REASSEMBLY, lease_ttl_ms: int = 30_000,
+                 lease_requests: int = 1000) -> None:
         self.role = role
         self.transport = transport
         self.keepalive_ms = keepalive_ms
@@ -209,6 +214,11 @@ class Connection:
         self._closed = False
         self._last_received = now
         self._last_keepalive_sent = now
+        self._now = now
+        # server side of LEASE: what the last LEASE granted, None when the SETUP did not ask for it
+        self.lease_ttl_ms, self.lease_requests = lease_ttl_ms, lease_requests
+        self._lease_left: int | None = None
+        self._lease_until = 0.0
 
     # ------------------------------------------------------------------ properties
 
@@ -404,6 +414,9 @@ class Connection:
         if (now - self._last_received) * 1000 > self.lifetime_ms:
             self._connection_error(CONNECTION_ERROR, "keepalive timeout", events)
             return events
+        self._now = now
+        if self._lease_left is not None and (self._lease_left <= 0 or now >= self._lease_until):
+            self._grant_lease()
         if (self.role is Role.CLIENT
                 and (now - self._last_keepalive_sent) * 1000 >= self.keepalive_ms):
             self._last_keepalive_sent = now
@@ -462,9 +475,24 @@ class Connection:
         self._connection_error(CONNECTION_ERROR, exc.code, events)
         return False
 
+    def _grant_lease(self) -> None:
+        self._send(Lease(self.lease_ttl_ms, self.lease_requests))
+        self._lease_left = self.lease_requests
+        self._lease_until = self._now + self.lease_ttl_ms / 1000
+
+    def _within_lease(self) -> bool:
+        """Server side: a request the last LEASE covers (and counts it)."""
+        if self._lease_left is None:
+            return True
+        if self._lease_left <= 0 or self._now >= self._lease_until:
+            return False
+        self._lease_left -= 1
+        return True
+
     def _receive(self, frame: codec.Frame, now: float | None, events: list[Event]) -> None:
         if now is not None:
             self._last_received = now
+            self._now = now
         if self.role is Role.SERVER and not self._established:
             self._receive_first(frame, events)
             return
@@ -505,11 +533,13 @@ class Connection:
             self._connection_error(UNSUPPORTED_SETUP, f"version {frame.major}.{frame.minor}", events)
         elif frame.keepalive == 0 or frame.lifetime == 0:
             self._connection_error(INVALID_SETUP, "keepalive and lifetime must be > 0", events)
-        elif frame.resume_token is not None or frame.lease:
-            self._connection_error(UNSUPPORTED_SETUP, "lease and resume not supported", events)
+        elif frame.resume_token is not None:
+            self._connection_error(UNSUPPORTED_SETUP, "resume not supported", events)
         else:
             self._established = True
             self.keepalive_ms, self.lifetime_ms = frame.keepalive, frame.lifetime
+            if frame.lease:  # "it MUST send a LEASE frame if the SETUP frame set the L flag"
+                self._grant_lease()
             events.append(SetupAccepted(frame))
 
     def _receive_error(self, frame: Error, events: list[Event]) -> None:
@@ -533,6 +563,12 @@ class Connection:
             return
         kind = {RequestResponse: Kind.RESPONSE, RequestFnf: Kind.FNF, RequestStream: Kind.STREAM,
                 RequestChannel: Kind.CHANNEL}[type(frame)]
+        if self.role is Role.SERVER and not self._within_lease():
+            # "Lease Semantics": a request the lease does not cover is rejected, not processed
+            if kind is not Kind.FNF:
+                self._send(Error(sid, REJECTED, b"no lease for this request"))
+            events.append(FrameIgnored("beyond-lease", sid))
+            return
         stream = _Stream(kind, local=False)
         self._streams[sid] = stream
         if frame.follows:

@@ -230,7 +230,6 @@ def test_silent_peer_past_lifetime_gets_connection_error_then_nothing():
     (H("00000000" "0400" "0001" "0000" "00000000" "000007d0" "00" "00"), "00000001"),  # keepalive 0
     (H("00000000" "0400" "0001" "0000" "000001f4" "00000000" "00" "00"), "00000001"),  # lifetime 0
     (H("00000000" "0480" "0001" "0000" "000001f4" "000007d0" "0000" "00" "00"), "00000002"),  # R
-    (H("00000000" "0440" "0001" "0000" "000001f4" "000007d0" "00" "00"), "00000002"),  # L
     (H("00000000" "3400" "0001" "0000" "0000" "0000000000000000" "0000000000000000"), "00000004"),
 ])
 def test_bad_first_frame_gets_a_setup_error_on_stream_0_and_close(first, code):
@@ -332,3 +331,25 @@ def test_client_ignores_setup_errors_once_established_but_not_before():
     c = client()
     c.receive_message(H("00000000" "0c80" "0000000000000000"))  # a server frame: established
     assert c.receive_message(H("00000000" "2c00" "00000003")) == [FrameIgnored("setup-error-ignored", 0)]
+
+
+def test_setup_with_lease_gets_a_lease_and_requests_past_it_are_rejected():
+    """Protocol.md "Connection Establishment" (a LEASE for a SETUP with L) and "Lease Semantics"
+    (ERROR[REJECTED] for a request the lease does not cover); bytes laid out by hand."""
+    s = Connection(Role.SERVER, Transport.WEBSOCKET, now=0.0, lease_ttl_ms=1000, lease_requests=2)
+    events = s.receive_message(H("00000000" "0440" "0001" "0000" "000001f4" "000007d0" "00" "00"), now=0.0)
+    assert [type(e).__name__ for e in events] == ["SetupAccepted"]
+    # LEASE (type 0x02 << 10 = 0x0800) on stream 0: TTL 1000 ms (0x3e8), 2 requests
+    assert s.messages_to_send() == [H("00000000" "0800" "000003e8" "00000002")]
+    for sid in ("00000001", "00000003"):
+        [event] = s.receive_message(H(sid + "1400" "78"), now=0.1)  # REQUEST_FNF, within the lease
+        assert isinstance(event, RequestReceived)
+    s.receive_message(H("00000005" "1000" "78"), now=0.2)  # REQUEST_RESPONSE past the lease
+    assert s.messages_to_send() == [H("00000005" "2c00" "00000202") + b"no lease for this request"]
+    assert 5 not in s.open_streams()
+    s.tick(0.3)  # used up: a new LEASE
+    assert s.messages_to_send() == [H("00000000" "0800" "000003e8" "00000002")]
+    [event] = s.receive_message(H("00000007" "1000" "78"), now=0.4)
+    assert isinstance(event, RequestReceived)
+    s.tick(1.5)  # expired (1000 ms from 0.3): renewed
+    assert s.messages_to_send() == [H("00000000" "0800" "000003e8" "00000002")]
