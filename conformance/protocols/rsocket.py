@@ -355,6 +355,8 @@ class RSocketReader:
         partial = self._partials.get(sid)
         if partial is not None:
             if not isinstance(frame, codec.Payload):
+                if isinstance(frame, codec.RequestN):  # credit for the other direction: not part of the message
+                    return [Frame(fields, summarize(fields))]
                 if isinstance(frame, (codec.Cancel, codec.Error)):  # the message is abandoned
                     del self._partials[sid]
                     return [Frame(fields, summarize(fields))]

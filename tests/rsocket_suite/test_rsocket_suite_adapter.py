@@ -144,3 +144,19 @@ def test_scenario_mistakes_name_the_field(tmp_path: Path) -> None:
     assert isinstance(cases["rsocket/handshake/typo"], BrokenCase) and "strem" in cases["rsocket/handshake/typo"].error
     assert isinstance(cases["rsocket/handshake/bad-code"], BrokenCase) and "NOT_A_CODE" in cases["rsocket/handshake/bad-code"].error
     assert not isinstance(cases["rsocket/handshake/fine"], BrokenCase)
+
+
+def test_a_request_n_between_fragments_is_credit_not_part_of_the_message() -> None:
+    reader = RSocketReader("ws")
+    assert reader.feed(h("00000002 28a0 61")) == []            # PAYLOAD F|N "a"
+    [credit] = reader.feed(h("00000002 2000 00000003"))        # REQUEST_N 3 on the same stream
+    assert credit.fields["type"] == "REQUEST_N" and credit.fields["n"] == 3
+    [payload] = reader.feed(h("00000002 2860 62"))             # PAYLOAD C|N "b"
+    assert payload.fields["data"] == b"ab" and payload.fields["fragments"] == 2
+
+
+def test_any_other_frame_between_fragments_is_refused() -> None:
+    reader = RSocketReader("ws")
+    reader.feed(h("00000002 28a0 61"))
+    with pytest.raises(CodecError, match="between fragments"):
+        reader.feed(h("00000002 1000 78"))  # a REQUEST_RESPONSE on the stream mid-message
