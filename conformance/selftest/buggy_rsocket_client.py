@@ -12,13 +12,15 @@ from unittest import mock
 
 from reference_impl.rsocket import client as rsocket_client
 from reference_impl.rsocket.codec import CONNECTION_ERROR, Ext, Keepalive, MetadataPush, RequestN, Setup
-from reference_impl.rsocket.connection import SETUP_ERRORS, Connection, FrameIgnored
+from reference_impl.rsocket.connection import SETUP_ERRORS, Connection, FrameIgnored, Kind
 
 _setup = Connection.setup
 _allocate = Connection.allocate_stream_id
 _receive = Connection._receive
 _receive_error = Connection._receive_error
 _receive_payload = Connection._receive_payload
+_deliver_payload = Connection._deliver_payload
+_request_response = rsocket_client.RSocketClient.request_response
 
 
 def _setup_version_2(self, *args, **kwargs):
@@ -77,6 +79,34 @@ def _first_fragment_is_whole(self, frame, events):
     _receive_payload(self, replace(frame, follows=False), events)
 
 
+def _response_complete_only_with_c(self, sid, stream, metadata, data, next_, complete, events):
+    kind = stream.kind
+    stream.kind = Kind.STREAM  # skips "a response PAYLOAD completes the stream"
+    try:
+        _deliver_payload(self, sid, stream, metadata, data, next_, complete, events)
+    finally:
+        stream.kind = kind
+
+
+async def _response_waits_for_c(self, data, metadata=None):
+    sid = self.conn.request_response(data, metadata)
+    self._open(sid)
+    await self._flush()
+    try:
+        while not (event := await self._next(sid)).complete:
+            pass
+        return event
+    finally:
+        del self._queues[sid]
+
+
+@contextlib.contextmanager
+def _waits_for_complete():
+    with mock.patch.object(Connection, "_deliver_payload", _response_complete_only_with_c), \
+            mock.patch.object(rsocket_client.RSocketClient, "request_response", _response_waits_for_c):
+        yield
+
+
 def _request_n_zero(self, stream_id, n):
     self._send(RequestN(stream_id, 0))
 
@@ -100,6 +130,7 @@ BUGS = {
     "requests-zero": lambda: mock.patch.object(Connection, "request_n", _request_n_zero),
     "no-request-n": lambda: mock.patch.object(Connection, "request_n", lambda self, stream_id, n: None),
     "metadata-push-on-stream": lambda: mock.patch.object(Connection, "metadata_push", _metadata_push_on_stream),
+    "waits-for-complete": _waits_for_complete,
 }
 
 

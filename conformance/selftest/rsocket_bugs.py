@@ -48,6 +48,7 @@ CLIENT_BUG_TO_CASE = {
     "keepalive-not-echoed": "rsocket/error-disconnect/client-keepalive-echo",
     "setup-error-always-closes": "rsocket/error-disconnect/client-ignores-setup-error-when-established",
     "stream-error-ignored": "rsocket/error-disconnect/client-stream-error",
+    "waits-for-complete": "rsocket/request/client-response-without-complete",
 }
 
 
