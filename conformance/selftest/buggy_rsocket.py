@@ -37,6 +37,7 @@ BUGS = {
     "error-data-latin1",           # encodes error data as Latin-1, not UTF-8 (a SHOULD)
     "routing-ignored",             # routes by the data even when composite metadata carries a route
     "lease-not-sent",              # accepts a SETUP with L but never sends the LEASE
+    "ids-never-reused",            # ignores a request on any stream id it has seen before
 }
 
 _WRAP = 1 << 32
@@ -84,6 +85,12 @@ class BuggyConnection(Connection):
         return super()._frame_error(exc, events)
 
     def _receive_request(self, frame, events) -> None:
+        if self.bug == "ids-never-reused":
+            seen = self.__dict__.setdefault("_seen_ids", set())
+            if frame.stream_id in seen:
+                events.append(FrameIgnored("id-seen-before", frame.stream_id))
+                return
+            seen.add(frame.stream_id)
         if self.bug == "stream-in-use-replaced":
             self._streams.pop(frame.stream_id, None)
         if frame.follows and self.bug == "fragments-not-joined":

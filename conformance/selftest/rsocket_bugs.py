@@ -28,6 +28,7 @@ BUG_TO_CASE = [
     ("routing-ignored", "rsocket/extension-index/composite-routing"),
     ("routing-ignored", "rsocket/extension-index/composite-routing-by-string"),
     ("lease-not-sent", "rsocket/handshake/lease-requested"),
+    ("ids-never-reused", "rsocket/ack-wrap/stream-id-reuse-after-max"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
