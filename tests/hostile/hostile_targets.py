@@ -15,7 +15,9 @@ A :class:`HostileTarget` accepts TCP connections on 127.0.0.1 and runs one behav
                   ZMTP a long frame of 2^63
     reset-mid-frame  a valid opening, half a frame, then a TCP reset
     http          an HTTP/1.1 response, the connection left open
-    foreign       another protocol's bytes: STMP to mm2 and mc0 clients, an mm2 handshake to rsio and MTL
+    foreign       another protocol's bytes: STMP to mm2 and mc0 clients, an mm2 handshake to rsio, MTL
+                  and RSocket
+    announce-short  (RSocket) a frame length shorter than a frame header
 
 ``bytes_sent`` counts what the target wrote, so a test can tell a flood really happened.
 """
@@ -206,6 +208,29 @@ RSIO: dict[str, Script] = {
     "foreign": answer(MM2_HELLO),
 }
 
+# -- RSocket -------------------------------------------------------------------------------------
+# An RSocket server speaks only when spoken to, so each script writes its bytes as soon as the suite
+# connects; the cases expect a PAYLOAD on stream 1.  Frames laid out by hand (Protocol.md): 24-bit
+# length, 31-bit stream id, type << 10 | flags.
+
+RSOCKET_PAYLOAD = bytes.fromhex("00000b 00000001 2860") + b"hello"     # PAYLOAD C|N, stream 1
+# PAYLOAD F|N (0x28a0) on stream 1 carrying BLOCK bytes: one fragment of a message that never ends
+_RSOCKET_FRAGMENT = (6 + BLOCK).to_bytes(3, "big") + bytes.fromhex("00000001 28a0") + b"\x00" * BLOCK
+
+RSOCKET: dict[str, Script] = {
+    "silent": silent(),
+    "drip": drip(RSOCKET_PAYLOAD),
+    "endless": flood(b"", lambda: _RSOCKET_FRAGMENT),
+    "garbage": flood(b"", lambda: b"\xff" * BLOCK),
+    # the largest frame length there is, 16,777,215, then a trickle: legal, so the suite waits
+    "announce-max": announce(b"", b"\xff\xff\xff"),
+    # a frame length of 3, shorter than a frame header: refused from the length alone
+    "announce-short": announce(b"", b"\x00\x00\x03"),
+    "reset-mid-frame": reset(RSOCKET_PAYLOAD[:8]),
+    "http": answer(HTTP_RESPONSE),
+    "foreign": answer(MM2_HELLO),
+}
+
 # -- ZMTP (mc0: a CURVE server; MTL: a NULL server) --------------------------------------------
 
 LONG_COMMAND = 0x06  # LONG | COMMAND
@@ -272,7 +297,8 @@ _PING = encode_frame(ZFrame(encode_command(Ping(0, b"")), command=True))
 MC0 = _zmtp("CURVE", curve_then_noops(), STMP_RESPONSE)
 MTL = _zmtp("NULL", flood(zmtp_greeting("NULL") + _null_ready(), lambda: _PING * 4096), MM2_HELLO)
 
-SCRIPTS: dict[str, dict[str, Script]] = {"micromessage2": MICROMESSAGE2, "rsio": RSIO, "mc0": MC0, "mtl": MTL}
+SCRIPTS: dict[str, dict[str, Script]] = {"micromessage2": MICROMESSAGE2, "rsio": RSIO, "mc0": MC0, "mtl": MTL,
+                                         "rsocket": RSOCKET}
 
 
 async def start(protocol: str, behaviour: str) -> HostileTarget:
