@@ -53,7 +53,8 @@ def test_keep_alive_cases_pace_at_most_every_second() -> None:
     # every keep_alive step in scenarios/ paces by keepalive_ms (1 s) or faster
     from conformance.scenario.timing import SUITE_WAITS
     from conformance.scenario.values import millis
-    for protocol in ("stmp", "mtl", "mc0", "micromessage2", "rsio"):
+    from conformance.registry import NAMES
+    for protocol in NAMES:
         params = {**SUITE_WAITS, **adapter_for(protocol).params}
         for case in all_cases(protocol).values():
             for step in case.steps:
