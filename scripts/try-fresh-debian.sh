@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Follows the README on a fresh Debian: a debootstrap rootfs with only python3, ca-certificates
+# and git, imported as an image; a fresh clone of this repository's HEAD (committed work only)
+# copied in; then the README's first command, `bash scripts/main.sh`, as root, with no other step.
+# Passes when the main job exits 0 having written the Allure HTML and the compliance matrix.
+# Too slow for CI (a rootfs, the system packages, PyPI and npm installs, the whole suite).
+#
+# usage: sudo bash scripts/try-fresh-debian.sh RELEASE      (bookworm, trixie, ...)
+#   WORK=DIR   where the rootfs, clone, log and the job's out/main copy go
+#              (default: ${TMPDIR:-/tmp}/try-fresh-debian); the rootfs and its image are kept
+#              and reused, the clone and container are new each time
+#   MIRROR=URL the Debian mirror (default http://deb.debian.org/debian)
+# Needs root, debootstrap and a docker engine (bash scripts/docker-engine.sh).
+set -euo pipefail
+release="${1:?usage: try-fresh-debian.sh RELEASE (bookworm, trixie, ...)}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="${WORK:-${TMPDIR:-/tmp}/try-fresh-debian}"
+MIRROR="${MIRROR:-http://deb.debian.org/debian}"
+image="conformance-try-debian:$release"
+mkdir -p "$WORK"
+WORK="$(cd "$WORK" && pwd)"
+case "$WORK/" in "$ROOT"/*) echo "try-fresh-debian: WORK=$WORK is inside the clone; pick a folder outside it" >&2; exit 2;; esac
+if [ "$(id -u)" -ne 0 ] || ! command -v debootstrap >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
+  echo "try-fresh-debian: needs root, debootstrap and docker (apt-get install debootstrap docker.io)" >&2
+  exit 2
+fi
+
+if ! docker image inspect "$image" >/dev/null 2>&1; then
+  rootfs="$WORK/rootfs-$release"
+  if [ ! -x "$rootfs/usr/bin/python3" ]; then
+    rm -rf "$rootfs"
+    # what a fresh Debian with Python has: no venv, no Java, no Node
+    debootstrap --variant=minbase --include=python3,ca-certificates,git "$release" "$rootfs" "$MIRROR" \
+      >"$WORK/debootstrap-$release.log" 2>&1 \
+      || { echo "try-fresh-debian: debootstrap failed: $WORK/debootstrap-$release.log" >&2; exit 1; }
+  fi
+  tar -C "$rootfs" -c . | docker import - "$image" >/dev/null
+fi
+
+clone="$WORK/clone-$release"
+rm -rf "$clone"
+git clone -q "$ROOT" "$clone"
+echo "try-fresh-debian: $release, clone of $(git -C "$clone" rev-parse --short HEAD) ($(git -C "$clone" log -1 --format=%s | cut -c1-60))"
+
+name="conformance-try-$release-$$"
+log="$WORK/main-$release.log"
+docker create --name "$name" --network host -w /root/conformance "$image" bash scripts/main.sh >/dev/null
+trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
+docker cp "$clone" "$name:/root/conformance"
+start=$(date +%s)
+set +e
+docker start -a "$name" 2>&1 | tee "$log"
+code=${PIPESTATUS[0]}
+set -e
+elapsed=$(( $(date +%s) - start ))
+rm -rf "$WORK/out-$release"
+docker cp "$name:/root/conformance/out/main" "$WORK/out-$release" 2>/dev/null || true
+
+problems=()
+[ "$code" -eq 0 ] || problems+=("main.sh exit $code")
+grep -q Traceback "$log" && problems+=("a traceback in the log")
+[ -f "$WORK/out-$release/allure-report/index.html" ] || problems+=("no Allure HTML")
+[ -f "$WORK/out-$release/compliance/matrix.html" ] || problems+=("no compliance matrix")
+echo "try-fresh-debian: $release: main.sh took ${elapsed}s; log $log, reports $WORK/out-$release"
+if [ "${#problems[@]}" -gt 0 ]; then
+  echo "try-fresh-debian: $release: FAILED (${problems[*]})" >&2
+  exit 1
+fi
+echo "try-fresh-debian: $release: OK"
