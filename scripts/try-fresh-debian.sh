@@ -46,7 +46,7 @@ name="conformance-try-$release-$$"
 log="$WORK/main-$release.log"
 docker create --name "$name" --network host -w /root/conformance "$image" bash scripts/main.sh >/dev/null
 trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
-docker cp "$clone" "$name:/root/conformance"
+docker cp "$clone/." "$name:/root/conformance"
 start=$(date +%s)
 set +e
 docker start -a "$name" 2>&1 | tee "$log"
