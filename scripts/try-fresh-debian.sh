@@ -10,6 +10,9 @@
 #              (default: ${TMPDIR:-/tmp}/try-fresh-debian); the rootfs and its image are kept
 #              and reused, the clone and container are new each time
 #   MIRROR=URL the Debian mirror (default http://deb.debian.org/debian)
+#   EXTRA_CA="FILE.crt ..."  certificate authorities this machine adds to Debian's (default: the
+#              host's /usr/local/share/ca-certificates/*.crt), e.g. a proxy that intercepts TLS
+#              on the way to PyPI and npm: the container trusts what the host trusts, no more
 # Needs root, debootstrap and a docker engine (bash scripts/docker-engine.sh).
 set -euo pipefail
 release="${1:?usage: try-fresh-debian.sh RELEASE (bookworm, trixie, ...)}"
@@ -44,8 +47,19 @@ echo "try-fresh-debian: $release, clone of $(git -C "$clone" rev-parse --short H
 
 name="conformance-try-$release-$$"
 log="$WORK/main-$release.log"
-docker create --name "$name" --network host -w /root/conformance "$image" bash scripts/main.sh >/dev/null
+# the machine's own trust (not the project's business): Debian's store plus the host's additions,
+# named for pip and Node the way Debian's own tools see it (pip and npm carry their own stores)
+read -r -a cas <<<"${EXTRA_CA-$(ls /usr/local/share/ca-certificates/*.crt 2>/dev/null | tr '\n' ' ')}"
+trust=()
+command=(bash scripts/main.sh)
+if [ "${#cas[@]}" -gt 0 ]; then
+  bundle=/etc/ssl/certs/ca-certificates.crt
+  trust=(-e "PIP_CERT=$bundle" -e "NODE_EXTRA_CA_CERTS=$bundle")
+  command=(bash -c "update-ca-certificates >/dev/null && exec bash scripts/main.sh")
+fi
+docker create --name "$name" --network host -w /root/conformance "${trust[@]}" "$image" "${command[@]}" >/dev/null
 trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
+for ca in "${cas[@]}"; do docker cp "$ca" "$name:/usr/local/share/ca-certificates/$(basename "$ca")"; done
 docker cp "$clone/." "$name:/root/conformance"
 start=$(date +%s)
 set +e
