@@ -133,3 +133,26 @@ def test_setup_refuses_a_python_older_than_3_11_in_one_line(bin_dir: Path, tmp_p
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "3.11" in lines[0], done.stderr
     assert not (copy / ".venv").exists()
+
+
+def test_setup_names_pypi_in_one_line_when_pip_cannot_install(bin_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "clone"
+    (copy / "scripts").mkdir(parents=True)
+    for name in ("setup.sh", "system-deps.sh"):
+        (copy / "scripts" / name).write_text((ROOT / "scripts" / name).read_text())
+    for name in ("pyproject.toml", "constraints.txt"):
+        (copy / name).write_text((ROOT / name).read_text())
+    venv_bin = copy / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    stub(venv_bin, "python")
+    stub(venv_bin, "pip", 'echo "ERROR: Could not find a version that satisfies the requirement pip" >&2; exit 1')
+    for program in ("java", "npx"):
+        stub(bin_dir, program)
+    for program in ("bash", "dirname", "cat", "sha256sum", "cut"):
+        (bin_dir / program).symlink_to(shutil.which(program))
+    done = subprocess.run([BASH, str(copy / "scripts" / "setup.sh")], env=bare_env(bin_dir), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1
+    ours = [line for line in done.stderr.splitlines() if line.startswith("setup:")]
+    assert len(ours) == 1 and "PyPI" in ours[0], done.stderr
+    assert "Traceback" not in done.stderr
