@@ -184,3 +184,15 @@ def test_another_python_than_the_default_gets_its_own_venv_package(bin_dir: Path
     env = {**bare_env(bin_dir), "PYTHON": "python3.13"}
     done = subprocess.run([BASH, str(SYSTEM_DEPS), "main"], env=env, capture_output=True, text=True, timeout=60)
     assert "python3.13-venv" in done.stderr and "python3-venv" not in done.stderr, done.stderr
+
+
+def test_finish_will_not_replace_a_folder_that_is_no_allure_report_and_says_so(bin_dir: Path, tmp_path: Path) -> None:
+    stub(bin_dir, "npx")  # `npx --no-install allure --version` answers: the CLI looks installed
+    kept = tmp_path / "out" / "allure-report" / "notes.txt"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("mine")
+    done = finish(bin_dir, tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    (allure,) = [line for line in done.stdout.splitlines() if line.startswith("allure report:")]
+    assert "failed" in allure and "not empty" in allure
+    assert kept.read_text() == "mine"
