@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -36,6 +37,10 @@ def allure_html(results: Path, out: Path, history: Path, matrix: Path | None = N
     except AllureUnavailable as exc:
         return f"skipped ({exc})"
     except AllureFailed as exc:
+        return f"failed ({exc})"
+    except subprocess.TimeoutExpired as exc:
+        return f"failed (no answer from {' '.join(map(str, exc.cmd[:3]))} ... in {exc.timeout:.0f}s)"
+    except OSError as exc:  # e.g. the output folder holds something else: never replaced
         return f"failed ({exc})"
     return f"{out / 'index.html'} (one page: open it from disk or serve it)"
 

@@ -25,16 +25,24 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 stamp=".venv/.installed-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
+pip_failed() {
+  echo "setup: pip could not install $1 (its messages are above): this needs PyPI (https://pypi.org, or PIP_INDEX_URL; PIP_CERT for a proxy's certificate authority)" >&2
+  exit 1
+}
 if [ ! -f "$stamp" ]; then
-  .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -c constraints.txt setuptools wheel
-  .venv/bin/pip install -q -c constraints.txt -e ".[test]"
+  .venv/bin/pip install -q --upgrade pip || pip_failed "pip"
+  .venv/bin/pip install -q -c constraints.txt setuptools wheel || pip_failed "setuptools and wheel"
+  .venv/bin/pip install -q -c constraints.txt -e ".[test]" || pip_failed "the project's packages (constraints.txt)"
   touch "$stamp"
 fi
 if [ -f package.json ] && command -v npm >/dev/null 2>&1; then
   lock_stamp="node_modules/.installed-$(cat package.json package-lock.json 2>/dev/null | sha256sum | cut -c1-16)"
   if [ ! -f "$lock_stamp" ]; then
-    if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
+    if [ -f package-lock.json ]; then npm_install=(npm ci); else npm_install=(npm install); fi
+    "${npm_install[@]}" --no-audit --no-fund --loglevel=error || {
+      echo "setup: '${npm_install[*]}' failed (its messages are above): the Allure CLI comes from the npm registry (https://registry.npmjs.org, or npm's 'registry' setting)" >&2
+      exit 1
+    }
     touch "$lock_stamp"
   fi
 fi

@@ -11,7 +11,17 @@ role="${1:-main}"
 PY="${PYTHON:-python3}"
 
 missing=()
-"$PY" -c "import ensurepip, venv" >/dev/null 2>&1 || missing+=(python3-venv)
+version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true; }
+if ! "$PY" -c "import ensurepip, venv" >/dev/null 2>&1; then
+  # Debian ships venv's pip apart from the interpreter: python3-venv for the default python3,
+  # python3.X-venv for another one (PYTHON=python3.12)
+  wanted="$(version "$PY")"
+  if [ -n "$wanted" ] && [ "$wanted" != "$(version python3)" ]; then
+    missing+=("python$wanted-venv")
+  else
+    missing+=(python3-venv)
+  fi
+fi
 # PySpark starts $JAVA_HOME/bin/java when JAVA_HOME is set, else the java on PATH
 if [ -n "${JAVA_HOME:-}" ]; then
   [ -x "$JAVA_HOME/bin/java" ] || missing+=(default-jre-headless)

@@ -133,3 +133,66 @@ def test_setup_refuses_a_python_older_than_3_11_in_one_line(bin_dir: Path, tmp_p
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "3.11" in lines[0], done.stderr
     assert not (copy / ".venv").exists()
+
+
+def test_setup_names_pypi_in_one_line_when_pip_cannot_install(bin_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "clone"
+    (copy / "scripts").mkdir(parents=True)
+    for name in ("setup.sh", "system-deps.sh"):
+        (copy / "scripts" / name).write_text((ROOT / "scripts" / name).read_text())
+    for name in ("pyproject.toml", "constraints.txt"):
+        (copy / name).write_text((ROOT / name).read_text())
+    venv_bin = copy / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    stub(venv_bin, "python")
+    stub(venv_bin, "pip", 'echo "ERROR: Could not find a version that satisfies the requirement pip" >&2; exit 1')
+    for program in ("java", "npx"):
+        stub(bin_dir, program)
+    for program in ("bash", "dirname", "cat", "sha256sum", "cut"):
+        (bin_dir / program).symlink_to(shutil.which(program))
+    done = subprocess.run([BASH, str(copy / "scripts" / "setup.sh")], env=bare_env(bin_dir), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1
+    ours = [line for line in done.stderr.splitlines() if line.startswith("setup:")]
+    assert len(ours) == 1 and "PyPI" in ours[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def debian_python(bin_dir: Path, name: str, version: str) -> None:
+    """A Debian interpreter without its -venv package: no ensurepip."""
+    stub(bin_dir, name, f'case "$*" in *ensurepip*) exit 1;; *version_info*) echo {version};; esac; exit 0')
+
+
+@pytest.mark.parametrize("release, python", [("bookworm", "3.11"), ("trixie", "3.13")])
+def test_a_fresh_debian_gets_venv_java_and_npm(bin_dir: Path, release: str, python: str) -> None:
+    """Debian 12 and 13 as debootstrap leaves them (scripts/try-fresh-debian.sh runs the real thing)."""
+    debian_python(bin_dir, "python3", python)
+    calls = bin_dir.parent / "apt-calls"
+    stub(bin_dir, "id", "echo 0")
+    stub(bin_dir, "apt-get", f'echo "$*" >> {calls}')
+    env = {**bare_env(bin_dir), "PYTHON": "python3"}
+    done = subprocess.run([BASH, str(SYSTEM_DEPS), "main"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (install,) = [c.split() for c in calls.read_text().splitlines() if c.startswith("install")]
+    assert {"python3-venv", "default-jre-headless", "npm"} <= set(install)
+
+
+def test_another_python_than_the_default_gets_its_own_venv_package(bin_dir: Path) -> None:
+    debian_python(bin_dir, "python3", "3.11")
+    debian_python(bin_dir, "python3.13", "3.13")
+    stub(bin_dir, "id", "echo 1000")
+    env = {**bare_env(bin_dir), "PYTHON": "python3.13"}
+    done = subprocess.run([BASH, str(SYSTEM_DEPS), "main"], env=env, capture_output=True, text=True, timeout=60)
+    assert "python3.13-venv" in done.stderr and "python3-venv" not in done.stderr, done.stderr
+
+
+def test_finish_will_not_replace_a_folder_that_is_no_allure_report_and_says_so(bin_dir: Path, tmp_path: Path) -> None:
+    stub(bin_dir, "npx")  # `npx --no-install allure --version` answers: the CLI looks installed
+    kept = tmp_path / "out" / "allure-report" / "notes.txt"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("mine")
+    done = finish(bin_dir, tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    (allure,) = [line for line in done.stdout.splitlines() if line.startswith("allure report:")]
+    assert "failed" in allure and "not empty" in allure
+    assert kept.read_text() == "mine"
