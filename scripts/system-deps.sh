@@ -22,6 +22,8 @@ command -v npx >/dev/null 2>&1 || missing+=(npm)
 browser=()
 if [ "$role" = test ]; then
   command -v chromium >/dev/null 2>&1 || browser+=(chromium)
+  # the real-capture test of check-trace (tests/trace): records loopback traffic
+  command -v tcpdump >/dev/null 2>&1 || browser+=(tcpdump)
 fi
 if [ "${#missing[@]}" -eq 0 ] && [ "${#browser[@]}" -eq 0 ]; then
   exit 0

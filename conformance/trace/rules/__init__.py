@@ -1,0 +1,69 @@
+"""Per protocol: which requirement each thing seen on the wire breaks.
+
+A rules object watches one connection.  Its hooks return violations, each
+``(side, requirement id, message)``: the side that broke it ("client" or "server"),
+an id from docs/requirements/<protocol>.yaml, and what was seen.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from reference_impl.common.errors import CodecError
+
+from conformance.protocols import adapter_for
+
+#: protocol -> the module holding its Rules
+MODULES = {
+    "stmp": "conformance.trace.rules.stmp",
+    "micromessage2": "conformance.trace.rules.micromessage2",
+    "rsio": "conformance.trace.rules.rsio",
+    "mc0": "conformance.trace.rules.mc0",
+    "mtl": "conformance.trace.rules.mtl",
+}
+
+
+class Rules:
+    """The default of every hook: frames decode with the protocol's reader, a codec error names
+    the requirement ``ERRORS`` maps its code to (else ``FRAMING``), nothing else is checked."""
+
+    protocol = ""
+    ERRORS: dict[str, str] = {}
+    FRAMING = ""  # the requirement a frame that does not decode breaks, when ERRORS has no better one
+    NOT_VIOLATIONS = frozenset({"too-large"})  # our own reader's limits, not the peer's fault
+
+    def __init__(self, transport: str, params: dict[str, int]) -> None:
+        self.transport = transport
+        self.params = params
+
+    def new_reader(self, side: str):
+        return adapter_for(self.protocol).new_reader(self.transport)
+
+    def on_error(self, side: str, exc: CodecError, ts: float):
+        if exc.code in self.NOT_VIOLATIONS:
+            return []
+        return [(side, self.ERRORS.get(exc.code, self.FRAMING), f"invalid bytes: {exc}")]
+
+    def on_frame(self, side: str, frame, ts: float):
+        return []
+
+    def on_ws(self, side: str, kind: str, payload, ts: float):
+        return []
+
+    def on_end(self, side: str, ts: float, how: str, pending: int):
+        return []
+
+    def on_gap(self, side: str) -> None:
+        pass
+
+    def on_finish(self):
+        return []
+
+
+def rules_for(protocol: str, transport: str, params: dict[str, int]) -> Rules:
+    module = importlib.import_module(MODULES[protocol])
+    return module.Rules(transport, params)
+
+
+def other(side: str) -> str:
+    return "server" if side == "client" else "client"
