@@ -60,7 +60,12 @@ class Observer:
         self.rules.on_gap(sender)
 
     def end(self, sender: str, ts: float, how: str) -> None:
-        self._report(sender, self.rules.on_end(sender, ts, how, self._pending(sender)), self.boundary[sender])
+        pending = self._pending(sender)
+        if pending:
+            self._report(sender, [(sender, self.rules.FRAMING, f"the {sender} ended its stream ({how}) inside a frame: "
+                                   f"{pending} bytes of it were sent, not the rest")],
+                         self.boundary[sender], frame=self.count[sender])
+        self._report(sender, self.rules.on_end(sender, ts, how, pending), self.boundary[sender])
 
     def finish(self) -> None:
         self._report(SERVER, self.rules.on_finish(), None)

@@ -56,9 +56,27 @@ class ReadStats:
     problems: list[str] = field(default_factory=list)
 
 
+class _ShortReads:
+    """The capture file, noting a read that got fewer bytes than asked for but not none: the
+    file ends inside a packet (dpkt's pcap reader would hand out the cut packet as if whole)."""
+
+    def __init__(self, fh) -> None:
+        self.fh, self.short = fh, False
+        self.name = getattr(fh, "name", "capture")
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.fh.read(size)
+        if 0 < len(data) < size:
+            self.short = True
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+
+
 def _reader(fh, path: Path):
-    magic = fh.read(4)
-    fh.seek(0)
+    magic = fh.fh.read(4)
+    fh.fh.seek(0)
     try:
         if magic == _PCAPNG_MAGIC:
             return dpkt.pcapng.Reader(fh)
@@ -107,7 +125,8 @@ def read_segments(path: Path, stats: ReadStats) -> Iterator[Segment]:
     except OSError as exc:
         raise CaptureProblem(f"{path}: cannot open: {exc.strerror or exc}") from None
     with fh:
-        reader = _reader(fh, path)
+        watched = _ShortReads(fh)
+        reader = _reader(watched, path)
         linktype = reader.datalink()
         if linktype not in _READABLE:
             raise CaptureProblem(f"{path}: link type {linktype} is not one we read "
@@ -121,6 +140,10 @@ def read_segments(path: Path, stats: ReadStats) -> Iterator[Segment]:
             except (dpkt.dpkt.Error, ValueError, EOFError, struct_error) as exc:
                 stats.problems.append(f"{path}: the capture is cut short after packet {stats.packets} "
                                       f"({type(exc).__name__}): the rest of the file is not read")
+                return
+            if watched.short:
+                stats.problems.append(f"{path}: the capture is cut short inside packet {stats.packets + 1}: "
+                                      "the file ends there")
                 return
             stats.packets += 1
             try:

@@ -33,6 +33,8 @@ class Rules(Base):
         self.first = {"client": True, "server": True}  # before the side's first message that is not a ping
         self.negotiation = "none"  # none -> asked (a negotiation request) / refused-first -> open
         self.outstanding = {"client": Counter(), "server": Counter()}  # request IDs a side awaits replies to
+        self.responses_sent = {"client": set(), "server": set()}  # IDs of Responses a side sent
+        self.offered: list[str] = []
         # the server must close: (requirement, why, when); it may still send one error reply
         self.must_close: tuple[str, str, float] | None = None
         self.error_reply_allowed = False
@@ -60,11 +62,13 @@ class Rules(Base):
             self.outstanding[side][f["id"]] += 1
         elif f["kind"] == "response":
             out += self._response(side, f)
+            self.responses_sent[side].add(f["id"])
         return out
 
     def _first_client(self, f, ts: float):
         if f["kind"] == "request" and f["id"] == 0 and f["action"] == 0:
             self.negotiation = "asked"
+            self.offered = list(f.get("versions") or [])
             self.outstanding["client"][0] += 1
             return [] if f["encoding"] == _RAW else [
                 ("client", "stmp-negotiation-request", f"the negotiation request has ENCODING {f['encoding']}, not Raw")]
@@ -80,6 +84,10 @@ class Rules(Base):
             self.outstanding["client"][0] -= 1
             if f["status"] == _OK:
                 self.negotiation = "open"
+                chosen = f.get("versions") or []
+                if len(chosen) != 1 or self.offered and chosen[0] not in self.offered:
+                    return [("server", "stmp-negotiation-ok", f"the negotiation's Ok carries the versions {chosen}, "
+                             f"not one of those the client offered ({self.offered})")]
                 return []
             requirement = "stmp-negotiation-refused" if f["status"] == _VERSION_NOT_SUPPORTED else "stmp-negotiation-request"
             self._close_required(requirement, f"it refused the negotiation ({_show(f)})", ts)
@@ -100,6 +108,9 @@ class Rules(Base):
             return []
         if side == "client" and self.negotiation != "open":
             return []
+        if f["id"] in self.responses_sent[peer]:
+            return [(side, "stmp-response-fields", f"{_show(f)} replies to a Response the {peer} sent (ID {f['id']:#x}): "
+                     "a Response is not answered")]
         return [(side, "stmp-reply-id", f"{_show(f)} answers no outstanding request of the {peer} with ID {f['id']:#x}")]
 
     def _after_must_close(self, f):
