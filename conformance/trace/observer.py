@@ -69,6 +69,8 @@ class Observer:
 
     def finish(self) -> None:
         self._report(SERVER, self.rules.on_finish(), None)
+        for side, reason in self.rules.notes():
+            self.notes.append(Note(self.protocol, self.connection, side, self.boundary[side], reason, self.transport))
 
     # -- decoding ------------------------------------------------------------------------------
 

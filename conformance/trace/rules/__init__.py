@@ -59,6 +59,10 @@ class Rules:
     def on_finish(self):
         return []
 
+    def notes(self) -> list[tuple[str, str]]:
+        """(side, reason) for what the rules saw but could not check (e.g. encrypted frames)."""
+        return []
+
 
 def rules_for(protocol: str, transport: str, params: dict[str, int]) -> Rules:
     module = importlib.import_module(MODULES[protocol])
