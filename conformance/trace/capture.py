@@ -21,6 +21,7 @@ from pathlib import Path
 
 MSS = 65000 - 40  # a loopback MTU leaves room for about this much per segment
 _ACTIVE: "Recorder | None" = None
+last: "Recorder | None" = None  # the recorder stop() ended: which side the suite was, per connection
 
 
 @dataclass
@@ -28,6 +29,7 @@ class _Conn:
     client: tuple[str, int]
     server: tuple[str, int]
     opened: float
+    suite: str  # the suite's side of the connection: "client" or "server"
     events: list[tuple[float, str, bytes | str]] = field(default_factory=list)  # (t, "client"/"server", data or "FIN"/"RST")
 
 
@@ -64,9 +66,16 @@ def start() -> Recorder:
 
 
 def stop() -> Recorder | None:
-    global _ACTIVE
+    global _ACTIVE, last
     recorder, _ACTIVE = _ACTIVE, None
+    last = recorder
     return recorder
+
+
+def target_sides(recorder: Recorder) -> dict[str, str]:
+    """Connection name (as findings name it) -> the side the target had on it."""
+    return {f"{c.client[0]}:{c.client[1]} -> {c.server[0]}:{c.server[1]}": "server" if c.suite == "client" else "client"
+            for c in recorder.conns}
 
 
 def tap(writer, suite: str) -> Tap | None:
@@ -78,7 +87,7 @@ def tap(writer, suite: str) -> Tap | None:
         return None
     local, peer = (local[0], local[1]), (peer[0], peer[1])
     client, server = (local, peer) if suite == "client" else (peer, local)
-    conn = _Conn(client, server, time.monotonic())
+    conn = _Conn(client, server, time.monotonic(), suite)
     _ACTIVE.conns.append(conn)
     return Tap(conn, suite)
 
