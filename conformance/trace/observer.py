@@ -29,6 +29,9 @@ class Observer:
         self.boundary = {CLIENT: 0, SERVER: 0}  # stream offset where the side's next frame begins
         self.dead = {CLIENT: False, SERVER: False}
         self.findings: list[Finding] = []
+        # findings that rest on having seen every frame of the other side (a reply to a request
+        # never seen): kept at the end only if that side's frames were all seen
+        self.provisional: list[tuple[str, Finding]] = []
         self.notes: list[Note] = []
         self.frames_checked = 0
 
@@ -57,7 +60,6 @@ class Observer:
     def gap(self, sender: str, offset: int, reason: str) -> None:
         if not self.dead[sender]:
             self._stop(sender, offset, reason)
-        self.rules.on_gap(sender)
 
     def end(self, sender: str, ts: float, how: str) -> None:
         pending = self._pending(sender)
@@ -69,6 +71,8 @@ class Observer:
 
     def finish(self) -> None:
         self._report(SERVER, self.rules.on_finish(), None)
+        self.findings += [f for peer, f in self.provisional if not self.dead[peer]]
+        self.provisional = []
         for side, reason in self.rules.notes():
             self.notes.append(Note(self.protocol, self.connection, side, self.boundary[side], reason, self.transport))
 
@@ -105,13 +109,18 @@ class Observer:
 
     def _stop(self, sender: str, offset: int, reason: str) -> None:
         self.dead[sender] = True
+        self.rules.on_gap(sender)  # rules that need this side's frames stop judging the other side by them
         self.notes.append(Note(self.protocol, self.connection, sender, offset, reason, self.transport))
 
     def _report(self, sender: str, violations, offset: int | None, frame: int | None = None) -> None:
-        for who, requirement, message in violations or ():
+        for who, requirement, message, *needs in violations or ():
             known = requirements(self.protocol)
             if requirement not in known:
                 raise KeyError(f"rules name {requirement!r}, not a requirement of {self.protocol}")
-            self.findings.append(Finding(self.protocol, requirement, who, self.connection, self.endpoints[who],
-                                         frame if who == sender else None, offset if who == sender else None,
-                                         message, self.transport))
+            finding = Finding(self.protocol, requirement, who, self.connection, self.endpoints[who],
+                              frame if who == sender else None, offset if who == sender else None,
+                              message, self.transport)
+            if needs:  # (side, requirement, message, the side whose frames it rests on)
+                self.provisional.append((needs[0], finding))
+            else:
+                self.findings.append(finding)

@@ -141,3 +141,13 @@ def test_usage_errors(tmp_path, capsys):
     assert "give --protocol P or --port PORT=P" in capsys.readouterr().err
     assert main(["check-trace", "--protocol", "nosuch", str(path)]) == 2
     assert main(["check-trace", "--protocol", "stmp", str(path)]) == 0
+
+
+def test_replies_to_requests_lost_by_the_capture_are_no_finding(tmp_path):
+    # the client's echo request is lost (a hole before its later bytes): the server's reply to it
+    # answers a request the checker never saw, which is no reason to fail the server
+    segments = [*syns(), data(CLIENT, 0, NEGOTIATE), data(SERVER, 0, NEGOTIATED),
+                data(CLIENT, 12 + len(ECHO), ECHO), data(SERVER, 9, ECHOED)]
+    result = check(write_pcap(tmp_path / "lost.pcap", segments))
+    assert result.findings == []
+    assert [(n.sender, n.offset) for n in result.notes] == [("client", 12)]

@@ -2,7 +2,9 @@
 
 A rules object watches one connection.  Its hooks return violations, each
 ``(side, requirement id, message)``: the side that broke it ("client" or "server"),
-an id from docs/requirements/<protocol>.yaml, and what was seen.
+an id from docs/requirements/<protocol>.yaml, and what was seen; a fourth item names the side
+whose frames the violation rests on (e.g. a reply to a request never seen): it is dropped at
+the end when some of that side's frames could not be seen.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class Rules:
         return []
 
     def on_gap(self, side: str) -> None:
-        pass
+        """The rules see no more of this side's frames (a capture gap, bytes that do not decode)."""
 
     def on_finish(self):
         return []

@@ -42,7 +42,10 @@ class Rules(Base):
         self.last_sent = {"client": 0.0, "server": 0.0}
         self.interval = params.get("heartbeat_interval_ms", 5000) / 1000
         self.prompt = params.get("prompt_ms", 1000) / 1000
+        self.blind: set[str] = set()  # sides whose frames the rules no longer see
 
+    def on_gap(self, side: str) -> None:
+        self.blind.add(side)
     # -- frames ------------------------------------------------------------------------------
 
     def on_frame(self, side: str, frame, ts: float):
@@ -78,6 +81,8 @@ class Rules(Base):
         return [("client", "stmp-negotiation-request", f"the client's first message is {_show(f)}, not the negotiation request")]
 
     def _first_server(self, f, ts: float):
+        if "client" in self.blind and self.negotiation == "none":
+            return []  # the client's first message was not seen
         if self.negotiation == "asked":
             if f["kind"] != "response" or f.get("id") != 0:
                 return [("server", "stmp-negotiation-ok", f"the server's first message is {_show(f)}, not the reply to the negotiation (ID 0)")]
@@ -106,12 +111,15 @@ class Rules(Base):
         if self.outstanding[peer][f["id"]] > 0:
             self.outstanding[peer][f["id"]] -= 1
             return []
+        if peer in self.blind:
+            return []  # the request may be in what the rules could not see
         if side == "client" and self.negotiation != "open":
             return []
         if f["id"] in self.responses_sent[peer]:
             return [(side, "stmp-response-fields", f"{_show(f)} replies to a Response the {peer} sent (ID {f['id']:#x}): "
-                     "a Response is not answered")]
-        return [(side, "stmp-reply-id", f"{_show(f)} answers no outstanding request of the {peer} with ID {f['id']:#x}")]
+                     "a Response is not answered", peer)]
+        return [(side, "stmp-reply-id", f"{_show(f)} answers no outstanding request of the {peer} with ID {f['id']:#x}",
+                 peer)]
 
     def _after_must_close(self, f):
         if f["kind"] == "ping":
@@ -137,7 +145,7 @@ class Rules(Base):
             self.outstanding[side][getattr(exc, "message_id", None) or 0] += 1
             return []
         out = super().on_error(side, exc, ts)
-        if side == "client" and out and self.closed.get("server") is None:
+        if side == "client" and out and self.closed.get("server") is None and "client" not in self.blind:
             self._close_required(out[0][1], f"the client sent invalid bytes ({exc.code})", ts)
             self.error_reply_allowed = True
         return out
@@ -155,7 +163,7 @@ class Rules(Base):
     def _heartbeat(self, side: str, ts: float):
         """A server silent for two heartbeat intervals while the connection is open breaks
         stmp-heartbeat-send (checked when its peer next shows up, so capture ends do not count)."""
-        if self.negotiation != "open" or self.must_close is not None or "server" in self.closed:
+        if self.negotiation != "open" or self.must_close is not None or "server" in self.closed or "server" in self.blind:
             return []
         last = self.last_sent["server"]
         if last and ts - last > 2 * self.interval:
