@@ -152,10 +152,11 @@ def _suite_failed(exc: ConnectionClosed) -> bool:
 class WsChannel:
     transport = "ws"
 
-    def __init__(self, ws, log: WireLog) -> None:
+    def __init__(self, ws, log: WireLog, suite_role: str = "client") -> None:
         self._ws = ws
         self._log = log
         self.closed = False
+        self._tap = capture.tap_ws(ws, suite_role)  # `conformance run --pcap`: None otherwise
 
     @classmethod
     async def open(cls, url: str, log: WireLog, timeout: float, max_size: int) -> "WsChannel":
@@ -173,10 +174,12 @@ class WsChannel:
     @classmethod
     def accepted(cls, ws, log: WireLog) -> "WsChannel":
         log.note("accepted a WebSocket connection")
-        return cls(ws, log)
+        return cls(ws, log, suite_role="server")
 
     async def send(self, data: bytes | str) -> None:
         self._log.sent(data)
+        if self._tap:
+            self._tap.sent(data)
         try:
             async with asyncio.timeout(10):  # not wait_for: see TcpChannel.recv
                 await self._ws.send(data)
@@ -194,6 +197,8 @@ class WsChannel:
             raise Deadline() from None
         except ConnectionClosed as exc:
             self.closed = True
+            if self._tap:
+                self._tap.ended(by_suite=_suite_failed(exc))
             if _suite_failed(exc):
                 # not the target closing: the suite's WebSocket side refused what the target sent
                 self._log.note(f"the suite's WebSocket side failed the connection: {exc.sent}")
@@ -203,14 +208,20 @@ class WsChannel:
         except OSError as exc:
             self._log.note(f"connection reset: {exc!r}")
             self.closed = True
+            if self._tap:
+                self._tap.ended(by_suite=False, how="RST")
             return None
         self._log.received(data)
+        if self._tap:
+            self._tap.received(data)
         return data
 
     async def half_close(self) -> None:
         await self.close()
 
     async def close(self) -> None:
+        if self._tap:
+            self._tap.ended(by_suite=True)
         try:
             await asyncio.wait_for(self._ws.close(), 3)
         except (OSError, asyncio.TimeoutError, ConnectionClosed):

@@ -134,8 +134,7 @@ def _write_pcap(recorder, path: Path) -> str | None:
         return str(missing_extra(exc, "trace", "conformance run --pcap") or exc)
     except OSError as exc:
         return f"conformance run: cannot write --pcap {path}: {exc.strerror or exc}"
-    print(f"capture: {path} ({len(recorder.conns)} connections, {count} packets; WebSocket channels are "
-          "not in it)")
+    print(f"capture: {path} ({len(recorder.conns)} connections, {count} packets)")
     return None
 
 
@@ -250,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--param", action="append", default=[], metavar="NAME=MS",
                      help="a target timer or one of the suite's waits, e.g. silence_ms=1000")
     run.add_argument("--pcap", default=None, metavar="FILE",
-                     help="write the suite's TCP traffic as a pcapng capture (for Wireshark and check-trace)")
+                     help="write the suite's traffic as a pcapng capture (for Wireshark and check-trace)")
     run.add_argument("--time-scale", default=None, metavar="F", type=_time_scale,
                      help="stretch every wait on the target by F > 0 (a slow target); default 1")
 

@@ -1,6 +1,6 @@
 """`conformance run --pcap FILE`: the suite's own traffic as a pcapng capture.
 
-While a recorder is active, every TCP channel of the suite (conformance.channels) reports what
+While a recorder is active, every channel of the suite (conformance.channels) reports what
 it sends and receives, with the same monotonic clock as the wire log, and how it ends.  At the
 end of the run each connection is written as real TCP/IP over its own loopback addresses and
 ports: handshake, data segments (at most ``MSS`` bytes each) with sequence and
@@ -78,18 +78,53 @@ def target_sides(recorder: Recorder) -> dict[str, str]:
             for c in recorder.conns}
 
 
+class WsTap(Tap):
+    """A WebSocket channel's view: the upgrade as it was (the handshake's own request and
+    response), then each message re-framed as one frame (client frames masked, RFC 6455 5.3):
+    the channel sees messages, not the frames that carried them."""
+
+    def __init__(self, conn: _Conn, suite: str, ws) -> None:
+        super().__init__(conn, suite)
+        request, response = getattr(ws, "request", None), getattr(ws, "response", None)
+        if request is not None and response is not None:
+            t = time.monotonic()
+            conn.events.append((t, "client", request.serialize()))
+            conn.events.append((t, "server", response.serialize()))
+
+    def _frame(self, side: str, data: bytes | str) -> bytes:
+        from websockets.frames import Frame, Opcode
+        opcode = Opcode.TEXT if isinstance(data, str) else Opcode.BINARY
+        payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        return Frame(opcode, payload).serialize(mask=side == "client")
+
+    def sent(self, data: bytes | str) -> None:
+        super().sent(self._frame(self.suite, data))
+
+    def received(self, data: bytes | str) -> None:
+        super().received(self._frame(self.peer, data))
+
+
+def tap_ws(ws, suite: str) -> Tap | None:
+    """A tap for a WebSocket channel on ``ws`` (a websockets connection), or None when not recording."""
+    return _tap(ws.local_address, ws.remote_address, suite, lambda conn: WsTap(conn, suite, ws))
+
+
 def tap(writer, suite: str) -> Tap | None:
     """A tap for a channel on ``writer`` (an asyncio StreamWriter), or None when not recording."""
     if _ACTIVE is None:
         return None
-    local, peer = writer.get_extra_info("sockname"), writer.get_extra_info("peername")
-    if not local or not peer:
+    return _tap(writer.get_extra_info("sockname"), writer.get_extra_info("peername"), suite,
+                lambda conn: Tap(conn, suite))
+
+
+def _tap(local, peer, suite: str, make) -> Tap | None:
+    if _ACTIVE is None or not local or not peer:
         return None
     local, peer = (local[0], local[1]), (peer[0], peer[1])
     client, server = (local, peer) if suite == "client" else (peer, local)
     conn = _Conn(client, server, time.monotonic(), suite)
     _ACTIVE.conns.append(conn)
-    return Tap(conn, suite)
+    return make(conn)
 
 
 def write(recorder: Recorder, path: Path) -> int:
