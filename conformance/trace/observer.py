@@ -90,7 +90,7 @@ class Observer:
             frames = self.readers[sender].feed(data)
         except CodecError as exc:
             self._report(sender, self.rules.on_error(sender, exc, ts), start, frame=self.count[sender])
-            self._stop(sender, start, f"invalid bytes ({exc.code}): where later frames begin is unknown")
+            self._stop(sender, start, f"invalid bytes ({exc.code}): the rest of this side is not checked")
             return
         for frame in frames:
             self.frames_checked += 1
@@ -105,7 +105,7 @@ class Observer:
             except CodecError as exc:
                 at = self.boundary[sender]
                 self._report(sender, self.rules.on_error(sender, exc, ts), at, frame=self.count[sender])
-                self._stop(sender, at, f"invalid bytes ({exc.code}): where later frames begin is unknown")
+                self._stop(sender, at, f"invalid bytes ({exc.code}): the rest of this side is not checked")
 
     def _stop(self, sender: str, offset: int, reason: str) -> None:
         self.dead[sender] = True
