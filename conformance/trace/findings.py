@@ -46,6 +46,8 @@ class Finding:
     offset: int | None  # byte offset in the sender's stream (where the frame, or the bad bytes, start)
     message: str
     transport: str = "tcp"
+    offset_end: int | None = None  # set when the frame lies somewhere in [offset, offset_end): several
+    # frames completed in one segment are located by that segment's span
 
     @property
     def level(self) -> str:
@@ -53,7 +55,9 @@ class Finding:
 
     def __str__(self) -> str:
         where = f"frame {self.frame}" if self.frame is not None else "stream"
-        if self.offset is not None:
+        if self.offset is not None and self.offset_end is not None:
+            where += f" in bytes {self.offset}-{self.offset_end - 1}"
+        elif self.offset is not None:
             where += f" at byte {self.offset}"
         return (f"{self.level} {self.requirement}: {self.connection} {self.sender} {self.endpoint}, "
                 f"{where}: {self.message}")
@@ -81,7 +85,7 @@ def record_of(item: Finding | Note, *, run: str, time: str, source: str, impleme
         grade, level, case = GRADE_OF_LEVEL[req.level], req.level, f"{item.protocol}/passive/{item.requirement}"
         spec, spec_ref = req.text, f"{req.spec}#{item.requirement}"
         extra = {"requirementId": item.requirement, "sender": item.sender, "frameIndex": item.frame,
-                 "byteOffset": item.offset}
+                 "byteOffset": item.offset, "byteOffsetEnd": item.offset_end}
         impl = implementation or item.endpoint
     else:
         grade, level, case, spec, spec_ref = "INFORMATIONAL", "INFO", f"{item.protocol}/passive/not-checkable", "", ""

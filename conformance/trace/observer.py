@@ -92,9 +92,10 @@ class Observer:
             self._report(sender, self.rules.on_error(sender, exc, ts), start, frame=self.count[sender])
             self._stop(sender, start, f"invalid bytes ({exc.code}): the rest of this side is not checked")
             return
+        span = end if end is not None and len(frames) > 1 else None
         for frame in frames:
             self.frames_checked += 1
-            self._report(sender, self.rules.on_frame(sender, frame, ts), start, frame=self.count[sender])
+            self._report(sender, self.rules.on_frame(sender, frame, ts), start, frame=self.count[sender], span=span)
             self.count[sender] += 1
         if end is not None:
             self.boundary[sender] = end - self._pending(sender)
@@ -112,14 +113,15 @@ class Observer:
         self.rules.on_gap(sender)  # rules that need this side's frames stop judging the other side by them
         self.notes.append(Note(self.protocol, self.connection, sender, offset, reason, self.transport))
 
-    def _report(self, sender: str, violations, offset: int | None, frame: int | None = None) -> None:
+    def _report(self, sender: str, violations, offset: int | None, frame: int | None = None,
+                span: int | None = None) -> None:
         for who, requirement, message, *needs in violations or ():
             known = requirements(self.protocol)
             if requirement not in known:
                 raise KeyError(f"rules name {requirement!r}, not a requirement of {self.protocol}")
             finding = Finding(self.protocol, requirement, who, self.connection, self.endpoints[who],
                               frame if who == sender else None, offset if who == sender else None,
-                              message, self.transport)
+                              message, self.transport, span if who == sender else None)
             if needs:  # (side, requirement, message, the side whose frames it rests on)
                 self.provisional.append((needs[0], finding))
             else:
