@@ -199,6 +199,8 @@ def _check_trace(args: argparse.Namespace) -> int:
         return run(args)
     except ModuleNotFoundError as exc:
         error = missing_extra(exc, "trace", "conformance check-trace")
+        if error is None and args.spark:
+            error = missing_extra(exc, "report", "conformance check-trace --spark")
         if error is None:
             raise
         print(error, file=sys.stderr)

@@ -87,25 +87,32 @@ class _Sinks:
         return sink
 
 
-def check_file(path: Path, protocol_of_port: dict[int, str], default: str | None,
-               params: dict[str, int]) -> FileResult:
-    result = FileResult(path)
+def check_segments(segments, result: FileResult, protocol_of_port: dict[int, str], default: str | None,
+                   params: dict[str, int]) -> _Sinks:
+    """Reassemble and observe ``segments`` (one file's, or one connection's, in capture order)."""
     sinks = _Sinks(protocol_of_port, default, params)
     reassembler = Reassembler(sinks)
-    try:
-        for segment in read_segments(path, result.stats):
-            reassembler.feed(segment)
-    except CaptureProblem as exc:
-        result.problems.append(str(exc))
-        return result
+    for segment in segments:
+        reassembler.feed(segment)
     reassembler.finish()
-    result.problems += result.stats.problems
     for sink in sinks.opened:
         observer = sink.finish()
         result.findings += observer.findings
         result.notes += observer.notes
         result.frames += observer.frames_checked
-    result.connections = len(sinks.opened)
+    result.connections += len(sinks.opened)
+    return sinks
+
+
+def check_file(path: Path, protocol_of_port: dict[int, str], default: str | None,
+               params: dict[str, int]) -> FileResult:
+    result = FileResult(path)
+    try:
+        sinks = check_segments(read_segments(path, result.stats), result, protocol_of_port, default, params)
+    except CaptureProblem as exc:
+        result.problems.append(str(exc))
+        return result
+    result.problems += result.stats.problems
     if result.stats.packets and not result.stats.tcp:
         result.problems.append(f"{path}: {result.stats.packets} packets, none of them TCP: nothing to check")
     elif result.stats.tcp and not sinks.opened:

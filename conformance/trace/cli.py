@@ -3,8 +3,11 @@
     conformance check-trace --protocol stmp capture.pcapng
     conformance check-trace --port 9000=stmp --port 5555=mc0 a.pcap b.pcapng --records out/passive.jsonl
 
+    conformance check-trace --spark [--master URL] [--conf K=V] --protocol stmp hdfs://.../*.pcap --out DIR
+
 Exit status: 0 no MUST finding (with --strict: no SHOULD finding either), 1 findings,
-2 a usage error or a file that could not be checked at all (its message says why).
+2 a usage error or a file that could not be checked at all (its message says why).  With
+--spark, as `conformance report`: 3 no capture could be read, 4 Spark could not start.
 """
 
 from __future__ import annotations
@@ -27,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--records", default=None, metavar="FILE", help="write findings as result records (JSON lines)")
     parser.add_argument("--impl-name", default=None, help="label the records (default: the offending side's address)")
     parser.add_argument("--strict", action="store_true", help="SHOULD findings fail too")
+    spark = parser.add_argument_group("at scale (the 'report' extra: PySpark, Java)")
+    spark.add_argument("--spark", action="store_true",
+                       help="split the work by file and connection on Spark; FILES may be URIs (hdfs://, s3a://)")
+    spark.add_argument("--master", default=None, help="Spark master URL (default: embedded local[*])")
+    spark.add_argument("--conf", action="append", default=[], metavar="K=V", help="a Spark setting (repeatable)")
+    spark.add_argument("--out", default="out/check-trace", help="with --spark: folder or URI for records.jsonl and "
+                       "summary.json")
 
 
 def _port_map(entries: list[str], errors: list[str]) -> dict[int, str]:
@@ -71,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
     if not ports and args.protocol is None:
         print("conformance check-trace: nothing to check: give --protocol P or --port PORT=P", file=sys.stderr)
         return 2
+    if args.spark:
+        from conformance.trace.spark import run_spark
+        code = run_spark(args, ports, params)
+        return code if code != 0 else (2 if errors else 0)
     run_id, started = new_run_id(), utc_now()
     records = Path(args.records) if args.records else None
     if records:
