@@ -5,10 +5,48 @@ from __future__ import annotations
 
 from collections import Counter
 
+from reference_impl.common.errors import CodecError
+from reference_impl.stmp import codec
+
+from conformance.protocols.base import Frame
+from conformance.protocols.stmp import HARNESS_MAX_PAYLOAD
 from conformance.trace.rules import Rules as Base, other
 
 _OK, _BAD_REQUEST, _TOO_LARGE, _VERSION_NOT_SUPPORTED = 0x00, 0x20, 0x26, 0x35
 _RAW = 5
+
+
+_KINDS = {codec.Ping: "ping", codec.Request: "request", codec.Notify: "notify", codec.Response: "response"}
+
+
+def _frame(msg) -> Frame:
+    """The fields the rules read; the versions only where negotiation carries them (ID 0, Raw).
+    Lighter than the harness's to_frame, which also renders every frame for wire logs."""
+    fields = {"kind": _KINDS[type(msg)], "encoding": getattr(msg, "encoding", 0)}
+    for name in ("id", "action", "status"):
+        value = getattr(msg, name, None)
+        if value is not None:
+            fields[name] = value
+    if fields.get("id") == 0 and fields["encoding"] == _RAW and fields.get("action", 0) == 0:
+        try:
+            fields["versions"] = [f"{a}.{b}" for a, b in codec.decode_versions(msg.payload, text=False)]
+        except CodecError:
+            fields["versions"] = []
+    return Frame(fields, "")
+
+
+class _StreamReader:
+    """The TCP binding: the reference StreamDecoder, frames as _frame fields."""
+
+    def __init__(self) -> None:
+        self._decoder = codec.StreamDecoder(max_payload=HARNESS_MAX_PAYLOAD)
+
+    def feed(self, data: bytes) -> list[Frame]:
+        return [_frame(m) for m in self._decoder.feed(data)]
+
+    @property
+    def pending(self) -> int:
+        return self._decoder.buffered
 
 
 class Rules(Base):
@@ -27,6 +65,9 @@ class Rules(Base):
         "version-syntax": "stmp-negotiation-request",
     }
     FRAMING = "stmp-field-order"
+
+    def new_reader(self, side: str):
+        return _StreamReader() if self.transport == "tcp" else super().new_reader(side)
 
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         super().__init__(transport, params)
