@@ -4,7 +4,7 @@
 
 Generates STMP captures (classic pcap, Ethernet/IPv4/TCP, checksums left zero): connections of a
 negotiation and then request/response echoes of 16-byte payloads, 16 messages per TCP segment,
-each connection 2000 messages a side.  For each size: one file checked by one process (frames/s,
+each connection 2000 messages a side, then closed.  For each size: one file checked by one process (frames/s,
 and the process's peak RSS, in a fresh subprocess so peaks do not carry over), then the same bytes
 as --files files: one process checking them in turn, and `check-trace --spark --master local[2]`
 (frames/s per core = frames / seconds / 2, and its ratio to the single process).
@@ -63,6 +63,9 @@ def _connection(n: int, t0: float) -> tuple[bytes, int]:
         send("c", b"".join(struct.pack(">BHII", 0x68, i, 1, len(body)) + body for i in ids), t0 + batch * 1e-4)
         send("s", b"".join(struct.pack(">BHBI", 0xE8, i, 0, len(body)) + body for i in ids), t0 + batch * 1e-4)
         frames += 2 * PER_SEGMENT
+    t_end = t0 + PER_CONNECTION * 1e-4
+    out.append(_packet(t_end, cport, sport, seq["c"], 0x11, b""))  # FIN, ACK both ways: the connection ends
+    out.append(_packet(t_end, sport, cport, seq["s"], 0x11, b""))
     return b"".join(out), frames
 
 

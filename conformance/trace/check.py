@@ -76,31 +76,33 @@ class _Sinks:
     def __init__(self, protocol_of_port: dict[int, str], default: str | None, params: dict[str, int]) -> None:
         self.protocol_of_port, self.default, self.params = protocol_of_port, default, params
         self.server_ports = set(protocol_of_port)
-        self.opened: list[_LazyObserver] = []
+        self.opened = 0
 
     def __call__(self, client, server):
         protocol = self.protocol_of_port.get(server[1], self.default)
         if protocol is None:
             return None
-        sink = _LazyObserver(protocol, client, server, self.params)
-        self.opened.append(sink)
-        return sink
+        self.opened += 1
+        return _LazyObserver(protocol, client, server, self.params)
 
 
 def check_segments(segments, result: FileResult, protocol_of_port: dict[int, str], default: str | None,
                    params: dict[str, int]) -> _Sinks:
-    """Reassemble and observe ``segments`` (one file's, or one connection's, in capture order)."""
+    """Reassemble and observe ``segments`` (one file's, or one connection's, in capture order);
+    each connection's findings are collected as it closes, and its state let go."""
     sinks = _Sinks(protocol_of_port, default, params)
-    reassembler = Reassembler(sinks)
-    for segment in segments:
-        reassembler.feed(segment)
-    reassembler.finish()
-    for sink in sinks.opened:
-        observer = sink.finish()
+
+    def done(conn) -> None:
+        observer = conn.sink.finish()
         result.findings += observer.findings
         result.notes += observer.notes
         result.frames += observer.frames_checked
-    result.connections += len(sinks.opened)
+        result.connections += 1
+
+    reassembler = Reassembler(sinks, done)
+    for segment in segments:
+        reassembler.feed(segment)
+    reassembler.finish()
     return sinks
 
 

@@ -76,6 +76,8 @@ class Connection:
             if not d.ended:
                 d.ended = True
                 self.sink.end(d.sender, seg.ts, "RST" if seg.rst else "FIN")
+            if seg.rst or all(x.ended or x.broken for x in self.dirs.values()):
+                self.closed = True
 
     def _add(self, d: _Direction, ts: float, off: int, payload: bytes, cut: int) -> None:
         if off + len(payload) + cut <= d.next_off:
@@ -122,23 +124,32 @@ class Connection:
                                            "(lost before it was written)")
 
 
+_DONE = object()  # a closed connection's 4-tuple: its late segments (a last ACK) open nothing
+
+
 class Reassembler:
     """Segments in capture order -> connections, each streaming into the sink ``open_sink`` gives
-    it (None: a connection nobody checks)."""
+    it (None: a connection nobody checks).  A connection that closed is finished at once and
+    handed to ``done``, so memory follows the open connections, not the capture."""
 
-    def __init__(self, open_sink) -> None:
+    def __init__(self, open_sink, done=lambda conn: None) -> None:
         self.open_sink = open_sink
-        self.live: dict[frozenset, Connection | None] = {}
-        self.connections: list[Connection] = []
+        self.done = done
+        self.live: dict[frozenset, object] = {}
+        self.connections: list[Connection] = []  # open ones
 
     def feed(self, seg: Segment) -> None:
         key = frozenset((seg.src, seg.dst))
         conn = self.live.get(key, False)
         opening = seg.syn and not seg.flags & 0x10  # SYN without ACK: a client opens a connection
+        if conn is _DONE:
+            if not opening:
+                return
+            conn = False
         if opening and conn is not False and conn is not None:
             if conn.dirs[CLIENT].isn == seg.seq and conn.client == seg.src:
                 return  # a retransmitted SYN
-            conn.finish()  # the 4-tuple is reused by a new connection
+            self._close(key, conn)  # the 4-tuple is reused by a new connection
             conn = False
         if conn is False:
             client, server = (seg.src, seg.dst) if opening else _guess_roles(seg, self.open_sink)
@@ -152,10 +163,20 @@ class Reassembler:
             self.live[key] = conn
         if conn is not None:
             conn.feed(seg)
+            if conn.closed:
+                self._close(key, conn)
+
+    def _close(self, key, conn: Connection) -> None:
+        conn.finish()
+        self.connections.remove(conn)
+        self.live[key] = _DONE
+        self.done(conn)
 
     def finish(self) -> None:
-        for conn in self.connections:
+        for conn in list(self.connections):
             conn.finish()
+            self.done(conn)
+        self.connections = []
 
 
 def _guess_roles(seg: Segment, open_sink) -> tuple[tuple[str, int], tuple[str, int]]:

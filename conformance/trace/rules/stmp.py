@@ -105,8 +105,10 @@ class Rules(Base):
         elif f["kind"] == "request":
             self.outstanding[side][f["id"]] += 1
         elif f["kind"] == "response":
+            unsolicited = self.outstanding[other(side)][f["id"]] <= 0
             out += self._response(side, f)
-            self.responses_sent[side].add(f["id"])
+            if unsolicited:
+                self.responses_sent[side].add(f["id"])  # only a Response nobody asked for can be answered wrongly
         return out
 
     def _first_client(self, f, ts: float):
@@ -127,7 +129,7 @@ class Rules(Base):
         if self.negotiation == "asked":
             if f["kind"] != "response" or f.get("id") != 0:
                 return [("server", "stmp-negotiation-ok", f"the server's first message is {_show(f)}, not the reply to the negotiation (ID 0)")]
-            self.outstanding["client"][0] -= 1
+            self._answered("client", 0)
             if f["status"] == _OK:
                 self.negotiation = "open"
                 chosen = f.get("versions") or []
@@ -142,7 +144,7 @@ class Rules(Base):
             if f["kind"] != "response" or f["status"] == _OK:
                 return [("server", "stmp-negotiation-request",
                          f"the client's first message was not the negotiation request, and the server answered {_show(f)}, not an error")]
-            self.outstanding["client"][f["id"]] -= 1
+            self._answered("client", f["id"])
             self._close_required("stmp-negotiation-request", "it answered a first message that was not the negotiation", ts)
             return []
         return [("server", "stmp-negotiation-ok", f"the server sent {_show(f)} before the client negotiated")]
@@ -150,7 +152,7 @@ class Rules(Base):
     def _response(self, side: str, f):
         peer = other(side)
         if self.outstanding[peer][f["id"]] > 0:
-            self.outstanding[peer][f["id"]] -= 1
+            self._answered(peer, f["id"])
             return []
         if peer in self.blind:
             return []  # the request may be in what the rules could not see
@@ -162,11 +164,17 @@ class Rules(Base):
         return [(side, "stmp-reply-id", f"{_show(f)} answers no outstanding request of the {peer} with ID {f['id']:#x}",
                  peer)]
 
+    def _answered(self, side: str, request_id: int) -> None:
+        waiting = self.outstanding[side]
+        waiting[request_id] -= 1
+        if waiting[request_id] <= 0:
+            del waiting[request_id]  # a long connection holds only what is outstanding
+
     def _after_must_close(self, f):
         if f["kind"] == "ping":
             return []
         if f["kind"] == "response" and self.outstanding["client"][f["id"]] > 0:
-            self.outstanding["client"][f["id"]] -= 1  # a reply to a request before the bad bytes
+            self._answered("client", f["id"])  # a reply to a request before the bad bytes
             return []
         if f["kind"] == "response" and self.error_reply_allowed and f["status"] != _OK:
             self.error_reply_allowed = False
