@@ -13,6 +13,7 @@ Exit status: 0 no MUST finding (with --strict: no SHOULD finding either), 1 find
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -65,6 +66,7 @@ def _params(entries: list[str], errors: list[str]) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from conformance.record_format import SCHEMA_VERSION
     from conformance.records import new_run_id, utc_now
     from conformance.trace.check import check_file
     from conformance.trace.findings import record_of
@@ -109,10 +111,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {note}")
         if records:
             with records.open("a", encoding="utf-8") as fh:
-                import json
                 for item in [*result.findings, *result.notes]:
                     record = record_of(item, run=run_id, time=started, source=name, implementation=args.impl_name)
-                    fh.write(json.dumps({"schemaVersion": 1, **record}, sort_keys=True) + "\n")
+                    fh.write(json.dumps({"schemaVersion": SCHEMA_VERSION, **record}, sort_keys=True) + "\n")
     if records:
         print(f"records: {records}")
     return worst or status

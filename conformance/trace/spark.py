@@ -21,6 +21,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from conformance.record_format import SCHEMA_VERSION
 from conformance.trace.check import FileResult, check_segments
 from conformance.trace.packets import CaptureProblem, ReadStats, Segment, read_segments
 
@@ -122,7 +123,7 @@ def _write(args, rows, fs, child) -> int:
         summary.setdefault(r["implementation"], Counter())[r["grade"]] += 1
     fs.mkdirs(args.out)
     fs.write_text(child(args.out, "records.jsonl"),
-                  "".join(json.dumps({"schemaVersion": 1, **r}, sort_keys=True) + "\n" for r in records))
+                  "".join(json.dumps({"schemaVersion": SCHEMA_VERSION, **r}, sort_keys=True) + "\n" for r in records))
     fs.write_text(child(args.out, "summary.json"), json.dumps(
         {"connections": connections, "frames": frames, "problems": problems,
          "implementations": {k: dict(v) for k, v in sorted(summary.items())}}, indent=2, sort_keys=True) + "\n")
