@@ -17,7 +17,7 @@ from conformance.trace.rules import rules_for
 from conformance.trace.tcp import CLIENT, Reassembler
 
 #: protocols with a WebSocket binding: a connection that starts with an HTTP GET is read as one
-WS_BINDINGS = frozenset({"stmp"})
+WS_BINDINGS = frozenset({"stmp", "rsocket"})
 
 
 @dataclass

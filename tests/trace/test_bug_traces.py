@@ -25,6 +25,7 @@ EXACT = {
              "uses-unlisted-extension"},
     "mc0": {"accepts-null"},
     "mtl": {"content-after-dismiss", "summon-twice-ok", "answers-ill-formed"},
+    "rsocket": {"even-stream-ids", "app-error-on-stream-zero", "keepalive-data-dropped", "keepalive-not-echoed"},
 }
 OTHER = {
     "stmp": {"kind-bits-swapped": "stmp-field-order"},

@@ -20,6 +20,7 @@ SUBSET = {
     "rsio": "handshake or framing",
     "mc0": "curve or connect",
     "mtl": "open or lease",
+    "rsocket": "handshake or request",
 }
 
 

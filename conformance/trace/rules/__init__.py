@@ -14,15 +14,10 @@ import importlib
 from reference_impl.common.errors import CodecError
 
 from conformance.protocols import adapter_for
+from conformance.registry import NAMES
 
-#: protocol -> the module holding its Rules
-MODULES = {
-    "stmp": "conformance.trace.rules.stmp",
-    "micromessage2": "conformance.trace.rules.micromessage2",
-    "rsio": "conformance.trace.rules.rsio",
-    "mc0": "conformance.trace.rules.mc0",
-    "mtl": "conformance.trace.rules.mtl",
-}
+#: protocol -> the module holding its Rules: one per protocol of the registry
+MODULES = {name: f"conformance.trace.rules.{name}" for name in NAMES}
 
 
 class Rules:
