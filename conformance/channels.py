@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+from conformance.trace import capture
 from conformance.wirelog import WireLog
 from reference_impl.common.errors import CodecError
 
@@ -50,11 +51,13 @@ def _loopback_only(host: str | None) -> str:
 class TcpChannel:
     transport = "tcp"
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: WireLog) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: WireLog,
+                 suite_role: str = "client") -> None:
         self._reader = reader
         self._writer = writer
         self._log = log
         self.closed = False
+        self._tap = capture.tap(writer, suite_role)  # `conformance run --pcap`: None otherwise
 
     @classmethod
     async def open(cls, url: str, log: WireLog, timeout: float) -> "TcpChannel":
@@ -71,12 +74,14 @@ class TcpChannel:
     @classmethod
     def accepted(cls, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, log: WireLog) -> "TcpChannel":
         log.note("accepted a connection")
-        return cls(reader, writer, log)
+        return cls(reader, writer, log, suite_role="server")
 
     async def send(self, data: bytes | str) -> None:
         if isinstance(data, str):
             raise ChannelError("a TCP channel carries bytes, not text")
         self._log.sent(data)
+        if self._tap:
+            self._tap.sent(data)
         try:
             self._writer.write(data)
             async with asyncio.timeout(10):  # not wait_for: see recv
@@ -101,15 +106,23 @@ class TcpChannel:
         except OSError as exc:
             self._log.note(f"connection reset: {exc!r}")
             self.closed = True
+            if self._tap:
+                self._tap.ended(by_suite=False, how="RST")
             return None
         if not data:
             self._log.note("peer closed (EOF)")
             self.closed = True
+            if self._tap:
+                self._tap.ended(by_suite=False)
             return None
         self._log.received(data)
+        if self._tap:
+            self._tap.received(data)
         return data
 
     async def half_close(self) -> None:
+        if self._tap:
+            self._tap.ended(by_suite=True)
         if self._writer.can_write_eof():
             try:
                 self._writer.write_eof()
@@ -117,6 +130,8 @@ class TcpChannel:
                 pass
 
     async def close(self) -> None:
+        if self._tap:
+            self._tap.ended(by_suite=True)
         self._writer.close()
         try:
             await asyncio.wait_for(self._writer.wait_closed(), 2)
@@ -137,10 +152,11 @@ def _suite_failed(exc: ConnectionClosed) -> bool:
 class WsChannel:
     transport = "ws"
 
-    def __init__(self, ws, log: WireLog) -> None:
+    def __init__(self, ws, log: WireLog, suite_role: str = "client") -> None:
         self._ws = ws
         self._log = log
         self.closed = False
+        self._tap = capture.tap_ws(ws, suite_role)  # `conformance run --pcap`: None otherwise
 
     @classmethod
     async def open(cls, url: str, log: WireLog, timeout: float, max_size: int) -> "WsChannel":
@@ -158,10 +174,12 @@ class WsChannel:
     @classmethod
     def accepted(cls, ws, log: WireLog) -> "WsChannel":
         log.note("accepted a WebSocket connection")
-        return cls(ws, log)
+        return cls(ws, log, suite_role="server")
 
     async def send(self, data: bytes | str) -> None:
         self._log.sent(data)
+        if self._tap:
+            self._tap.sent(data)
         try:
             async with asyncio.timeout(10):  # not wait_for: see TcpChannel.recv
                 await self._ws.send(data)
@@ -179,6 +197,8 @@ class WsChannel:
             raise Deadline() from None
         except ConnectionClosed as exc:
             self.closed = True
+            if self._tap:
+                self._tap.ended(by_suite=_suite_failed(exc))
             if _suite_failed(exc):
                 # not the target closing: the suite's WebSocket side refused what the target sent
                 self._log.note(f"the suite's WebSocket side failed the connection: {exc.sent}")
@@ -188,14 +208,20 @@ class WsChannel:
         except OSError as exc:
             self._log.note(f"connection reset: {exc!r}")
             self.closed = True
+            if self._tap:
+                self._tap.ended(by_suite=False, how="RST")
             return None
         self._log.received(data)
+        if self._tap:
+            self._tap.received(data)
         return data
 
     async def half_close(self) -> None:
         await self.close()
 
     async def close(self) -> None:
+        if self._tap:
+            self._tap.ended(by_suite=True)
         try:
             await asyncio.wait_for(self._ws.close(), 3)
         except (OSError, asyncio.TimeoutError, ConnectionClosed):

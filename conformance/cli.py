@@ -11,6 +11,7 @@
     conformance images build
     conformance matrix --out DIR
     conformance selftest [PROTOCOL ...] [--exhaustive]
+    conformance check-trace --protocol stmp [--port 9000=stmp ...] CAPTURE...
 """
 
 from __future__ import annotations
@@ -102,13 +103,39 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
     if args.time_scale is not None:
         argv.append(f"--time-scale={args.time_scale}")
     argv += ["-q", "-rfE"] + extra
-    code = pytest.main(argv)
+    if args.pcap:
+        from conformance.trace import capture
+        recorder = capture.start()
+    try:
+        code = pytest.main(argv)
+    finally:
+        if args.pcap:
+            capture.stop()
+    if args.pcap:
+        error = _write_pcap(recorder, Path(args.pcap))
+        if error:
+            print(error, file=sys.stderr)
+            return 2
     print(f"results: {out / 'records.jsonl'}  junit: {out / 'junit.xml'}  allure-results: {out / 'allure-results'}")
     if args.summary_md:
         from conformance.summary_md import write
         write(out / "records.jsonl", Path(args.summary_md), Path(args.baseline) if args.baseline else None)
         print(f"summary: {args.summary_md}")
     return int(code)
+
+
+def _write_pcap(recorder, path: Path) -> str | None:
+    """The run's TCP traffic as pcapng; a one-line error when it cannot be written."""
+    from conformance.extras import missing_extra
+    from conformance.trace import capture
+    try:
+        count = capture.write(recorder, path)
+    except ModuleNotFoundError as exc:
+        return str(missing_extra(exc, "trace", "conformance run --pcap") or exc)
+    except OSError as exc:
+        return f"conformance run: cannot write --pcap {path}: {exc.strerror or exc}"
+    print(f"capture: {path} ({len(recorder.conns)} connections, {count} packets)")
+    return None
 
 
 def _cases(args: argparse.Namespace) -> int:
@@ -165,6 +192,21 @@ def _time_scale(text: str) -> float:
         raise argparse.ArgumentTypeError(f"a number above 0, got {text!r}") from None
 
 
+def _check_trace(args: argparse.Namespace) -> int:
+    from conformance.extras import missing_extra
+    try:
+        from conformance.trace.cli import run
+        return run(args)
+    except ModuleNotFoundError as exc:
+        error = missing_extra(exc, "trace", "conformance check-trace")
+        if error is None and args.spark:
+            error = missing_extra(exc, "report", "conformance check-trace --spark")
+        if error is None:
+            raise
+        print(error, file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="conformance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -208,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "label, the suite's version for ref, else unknown)")
     run.add_argument("--param", action="append", default=[], metavar="NAME=MS",
                      help="a target timer or one of the suite's waits, e.g. silence_ms=1000")
+    run.add_argument("--pcap", default=None, metavar="FILE",
+                     help="write the suite's traffic as a pcapng capture (for Wireshark and check-trace)")
     run.add_argument("--time-scale", default=None, metavar="F", type=_time_scale,
                      help="stretch every wait on the target by F > 0 (a slow target); default 1")
 
@@ -230,6 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
     selftest = sub.add_parser("selftest", help="run every one-bug server and client: which case catches each bug")
     from conformance.selftest.command import add_arguments
     add_arguments(selftest)
+
+    check = sub.add_parser("check-trace", help="check captured traffic (pcap, pcapng) against the protocol cores")
+    from conformance.trace.cli import add_arguments as add_check_arguments
+    add_check_arguments(check)
 
     # listed for --help; their arguments are parsed by the commands themselves (see DELEGATED)
     sub.add_parser("report", help="compliance reports from result records (PySpark): report --help")
@@ -286,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         return check_main(args.rest)
     if args.command == "proxy":
         return _proxy(args)
+    if args.command == "check-trace":
+        return _check_trace(args)
     if args.command == "selftest":
         from conformance.selftest.command import run as selftest
         return selftest(args)

@@ -15,6 +15,7 @@ MODULES_OF_EXTRA = {
     "images": frozenset({"docker", "requests", "packaging", "testcontainers"}),
     "matrix": frozenset({"docker", "requests", "packaging", "testcontainers"}),
     "report": frozenset({"pyspark", "py4j"}),
+    "trace": frozenset({"dpkt"}),
 }
 
 

@@ -2,7 +2,8 @@
 # System packages the project needs beyond Python, from the distribution's own packages:
 #   main: venv's pip for Python (python3-venv), a Java runtime for PySpark (the compliance
 #         report), Node.js with npm for the Allure 3 CLI (the HTML report);
-#   test: the same, and headless Chromium for the browser tests of the reports.
+#   test: the same, headless Chromium for the browser tests of the reports, and tcpdump for the
+#         real-capture test of check-trace (tests/trace/test_tcpdump.py).
 # Installed when missing and this is root with apt-get. Otherwise one line says what to install,
 # and the steps that need it say "skipped" (the browser tests skip, or fail under CI=true).
 # usage: system-deps.sh [main|test]
@@ -29,15 +30,16 @@ else
   command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 fi
 command -v npx >/dev/null 2>&1 || missing+=(npm)
-browser=()
+test_only=()
 if [ "$role" = test ]; then
-  command -v chromium >/dev/null 2>&1 || browser+=(chromium)
+  command -v chromium >/dev/null 2>&1 || test_only+=(chromium)
+  command -v tcpdump >/dev/null 2>&1 || test_only+=(tcpdump)
 fi
-if [ "${#missing[@]}" -eq 0 ] && [ "${#browser[@]}" -eq 0 ]; then
+if [ "${#missing[@]}" -eq 0 ] && [ "${#test_only[@]}" -eq 0 ]; then
   exit 0
 fi
 
-all=("${missing[@]}" "${browser[@]}")
+all=("${missing[@]}" "${test_only[@]}")
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "system-deps: missing ${all[*]} (cannot install here: need root and apt-get); install them, e.g. sudo apt-get install ${all[*]}" >&2
   exit 0
@@ -48,6 +50,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
   # recommends would bring compilers (npm) and desktop pieces (the JRE) that nothing here uses
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-if [ "${#browser[@]}" -gt 0 ]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${browser[@]}"
+if [ "${#test_only[@]}" -gt 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${test_only[@]}"
 fi

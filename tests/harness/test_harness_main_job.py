@@ -56,13 +56,14 @@ def test_as_root_the_missing_java_and_npm_come_from_the_distribution(bin_dir: Pa
     assert {"default-jre-headless", "npm"} <= set(installs[0]) and "chromium" not in installs[0]
 
 
-def test_the_test_role_adds_chromium(bin_dir: Path) -> None:
+def test_the_test_role_adds_chromium_and_tcpdump(bin_dir: Path) -> None:
     stub(bin_dir, "java")
     stub(bin_dir, "npx")
     done, calls = system_deps(bin_dir, "test", uid=0)
     assert done.returncode == 0, done.stderr
     installed = [word for c in calls if c.startswith("install") for word in c.split()]
-    assert "chromium" in installed and "npm" not in installed and "default-jre-headless" not in installed
+    assert "chromium" in installed and "tcpdump" in installed
+    assert "npm" not in installed and "default-jre-headless" not in installed
 
 
 def test_without_root_one_line_says_what_to_install(bin_dir: Path) -> None:
@@ -73,7 +74,7 @@ def test_without_root_one_line_says_what_to_install(bin_dir: Path) -> None:
 
 
 def test_nothing_is_installed_when_everything_is_there(bin_dir: Path) -> None:
-    for program in ("java", "npx", "chromium"):
+    for program in ("java", "npx", "chromium", "tcpdump"):
         stub(bin_dir, program)
     done, calls = system_deps(bin_dir, "test", uid=0)
     assert (done.returncode, done.stdout, done.stderr, calls) == (0, "", "", [])

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 SCRIPTS = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"])
 # Programs the README's prerequisites table names; the set-up does not make them.
-PREREQUISITES = {"docker"}
+PREREQUISITES = {"docker", "tcpdump"}
 # A shell without the venv activated: only the system's own programs.
 SUBCOMMANDS = set(next(a for a in build_parser()._actions if a.dest == "command").choices)
 FRESH_PATH = os.pathsep.join(p for p in ("/usr/local/bin", "/usr/bin", "/bin") if Path(p).is_dir())

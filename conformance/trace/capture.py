@@ -1,0 +1,191 @@
+"""`conformance run --pcap FILE`: the suite's own traffic as a pcapng capture.
+
+While a recorder is active, every channel of the suite (conformance.channels) reports what
+it sends and receives, with the same monotonic clock as the wire log, and how it ends.  At the
+end of the run each connection is written as real TCP/IP over its own loopback addresses and
+ports: handshake, data segments (at most ``MSS`` bytes each) with sequence and
+acknowledgement numbers, FIN or RST.  The file opens in Wireshark, and `conformance
+check-trace` reads it like any capture (tests/trace check both with reference and one-bug
+targets).
+
+This module is imported by the channels on every run, so it needs nothing beyond the stdlib
+until a capture is written (dpkt, the 'trace' extra).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MSS = 65000 - 40  # a loopback MTU leaves room for about this much per segment
+_ACTIVE: "Recorder | None" = None
+last: "Recorder | None" = None  # the recorder stop() ended: which side the suite was, per connection
+
+
+@dataclass
+class _Conn:
+    client: tuple[str, int]
+    server: tuple[str, int]
+    opened: float
+    suite: str  # the suite's side of the connection: "client" or "server"
+    events: list[tuple[float, str, bytes | str]] = field(default_factory=list)  # (t, "client"/"server", data or "FIN"/"RST")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.conns: list[_Conn] = []
+        # the wire log's clock is time.monotonic(); a capture wants wall-clock time
+        self.wall_offset = time.time() - time.monotonic()
+
+
+class Tap:
+    """One channel's view of its connection; ``suite`` is the role the suite has on it."""
+
+    def __init__(self, conn: _Conn, suite: str) -> None:
+        self.conn, self.suite = conn, suite
+        self.peer = "server" if suite == "client" else "client"
+
+    def sent(self, data: bytes) -> None:
+        self.conn.events.append((time.monotonic(), self.suite, bytes(data)))
+
+    def received(self, data: bytes) -> None:
+        self.conn.events.append((time.monotonic(), self.peer, bytes(data)))
+
+    def ended(self, by_suite: bool, how: str = "FIN") -> None:
+        side = self.suite if by_suite else self.peer
+        if not any(e[1] == side and isinstance(e[2], str) for e in self.conn.events):
+            self.conn.events.append((time.monotonic(), side, how))
+
+
+def start() -> Recorder:
+    global _ACTIVE
+    _ACTIVE = Recorder()
+    return _ACTIVE
+
+
+def stop() -> Recorder | None:
+    global _ACTIVE, last
+    recorder, _ACTIVE = _ACTIVE, None
+    last = recorder
+    return recorder
+
+
+def target_sides(recorder: Recorder) -> dict[str, str]:
+    """Connection name (as findings name it) -> the side the target had on it."""
+    return {f"{c.client[0]}:{c.client[1]} -> {c.server[0]}:{c.server[1]}": "server" if c.suite == "client" else "client"
+            for c in recorder.conns}
+
+
+class WsTap(Tap):
+    """A WebSocket channel's view: the upgrade as it was (the handshake's own request and
+    response), then each message re-framed as one frame (client frames masked, RFC 6455 5.3):
+    the channel sees messages, not the frames that carried them."""
+
+    def __init__(self, conn: _Conn, suite: str, ws) -> None:
+        super().__init__(conn, suite)
+        request, response = getattr(ws, "request", None), getattr(ws, "response", None)
+        if request is not None and response is not None:
+            t = time.monotonic()
+            conn.events.append((t, "client", request.serialize()))
+            conn.events.append((t, "server", response.serialize()))
+
+    def _frame(self, side: str, data: bytes | str) -> bytes:
+        from websockets.frames import Frame, Opcode
+        opcode = Opcode.TEXT if isinstance(data, str) else Opcode.BINARY
+        payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        return Frame(opcode, payload).serialize(mask=side == "client")
+
+    def sent(self, data: bytes | str) -> None:
+        super().sent(self._frame(self.suite, data))
+
+    def received(self, data: bytes | str) -> None:
+        super().received(self._frame(self.peer, data))
+
+
+def tap_ws(ws, suite: str) -> Tap | None:
+    """A tap for a WebSocket channel on ``ws`` (a websockets connection), or None when not recording."""
+    return _tap(ws.local_address, ws.remote_address, suite, lambda conn: WsTap(conn, suite, ws))
+
+
+def tap(writer, suite: str) -> Tap | None:
+    """A tap for a channel on ``writer`` (an asyncio StreamWriter), or None when not recording."""
+    if _ACTIVE is None:
+        return None
+    return _tap(writer.get_extra_info("sockname"), writer.get_extra_info("peername"), suite,
+                lambda conn: Tap(conn, suite))
+
+
+def _tap(local, peer, suite: str, make) -> Tap | None:
+    if _ACTIVE is None or not local or not peer:
+        return None
+    local, peer = (local[0], local[1]), (peer[0], peer[1])
+    client, server = (local, peer) if suite == "client" else (peer, local)
+    conn = _Conn(client, server, time.monotonic(), suite)
+    _ACTIVE.conns.append(conn)
+    return make(conn)
+
+
+def write(recorder: Recorder, path: Path) -> int:
+    """Write every recorded connection to ``path`` (pcapng); returns the number of packets."""
+    import dpkt
+
+    packets: list[tuple[float, bytes]] = []
+    isn = itertools.count(1000, 1_000_000)
+    for conn in recorder.conns:
+        packets += _packets(conn, next(isn), next(isn), recorder.wall_offset)
+    packets.sort(key=lambda p: p[0])  # stable: one connection's packets keep their order
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        writer = dpkt.pcapng.Writer(fh, snaplen=262144, linktype=dpkt.pcap.DLT_EN10MB)
+        for ts, frame in packets:
+            writer.writepkt(frame, ts=ts)
+    return len(packets)
+
+
+def _packets(conn: _Conn, client_isn: int, server_isn: int, offset: float) -> list[tuple[float, bytes]]:
+    import dpkt
+
+    seq = {"client": client_isn, "server": server_isn}
+    addr = {"client": conn.client, "server": conn.server}
+    out: list[tuple[float, bytes]] = []
+
+    def segment(t: float, side: str, flags: int, payload: bytes = b"") -> None:
+        peer = "server" if side == "client" else "client"
+        tcp = dpkt.tcp.TCP(sport=addr[side][1], dport=addr[peer][1], seq=seq[side] % (1 << 32),
+                           ack=seq[peer] % (1 << 32) if flags != dpkt.tcp.TH_SYN else 0,
+                           flags=flags, win=65535, data=payload)
+        out.append((t + offset, _frame(addr[side][0], addr[peer][0], tcp)))
+        seq[side] += len(payload) + (1 if flags & (dpkt.tcp.TH_SYN | dpkt.tcp.TH_FIN) else 0)
+
+    t0 = conn.opened
+    segment(t0, "client", dpkt.tcp.TH_SYN)
+    segment(t0, "server", dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK)
+    segment(t0, "client", dpkt.tcp.TH_ACK)
+    for t, side, data in conn.events:
+        if data == "FIN":
+            segment(t, side, dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK)
+        elif data == "RST":
+            segment(t, side, dpkt.tcp.TH_RST | dpkt.tcp.TH_ACK)
+        else:
+            for at in range(0, len(data), MSS):
+                segment(t, side, dpkt.tcp.TH_PUSH | dpkt.tcp.TH_ACK, data[at:at + MSS])
+    return out
+
+
+def _frame(src: str, dst: str, tcp) -> bytes:
+    import socket
+
+    import dpkt
+
+    if ":" in src:
+        ip = dpkt.ip6.IP6(src=socket.inet_pton(socket.AF_INET6, src), dst=socket.inet_pton(socket.AF_INET6, dst),
+                          nxt=dpkt.ip.IP_PROTO_TCP, hlim=64, data=tcp, plen=len(bytes(tcp)))
+        kind = dpkt.ethernet.ETH_TYPE_IP6
+    else:
+        ip = dpkt.ip.IP(src=socket.inet_aton(src), dst=socket.inet_aton(dst), p=dpkt.ip.IP_PROTO_TCP, ttl=64, data=tcp)
+        ip.len = 20 + len(bytes(tcp))
+        kind = dpkt.ethernet.ETH_TYPE_IP
+    eth = dpkt.ethernet.Ethernet(src=b"\x00" * 6, dst=b"\x00" * 6, type=kind, data=ip)
+    return bytes(eth)

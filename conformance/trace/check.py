@@ -1,0 +1,123 @@
+"""check-trace's work: capture files -> connections -> observers -> findings and notes.
+
+One file's problems (not a capture, cut short, no TCP) are messages about that file; the other
+files are still checked.  Connections are streamed through the reassembler into their observers
+as the file is read, so memory grows with the open connections, not with the capture.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.trace.findings import Finding, Note
+from conformance.trace.observer import Observer
+from conformance.trace.packets import CaptureProblem, ReadStats, read_segments
+from conformance.trace.rules import rules_for
+from conformance.trace.tcp import CLIENT, Reassembler
+
+#: protocols with a WebSocket binding: a connection that starts with an HTTP GET is read as one
+WS_BINDINGS = frozenset({"stmp", "rsocket"})
+
+
+@dataclass
+class FileResult:
+    path: Path
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    stats: ReadStats = field(default_factory=ReadStats)
+    connections: int = 0
+    frames: int = 0
+
+
+class _LazyObserver:
+    """Picks TCP or WebSocket on the client's first bytes, then is that connection's observer."""
+
+    def __init__(self, protocol: str, client, server, params: dict[str, int]) -> None:
+        self.protocol, self.client, self.server, self.params = protocol, client, server, params
+        self.observer: Observer | None = None
+        self.early: list[tuple] = []  # what came before the client's first bytes (a server greeting)
+
+    def _open(self, transport: str) -> None:
+        self.observer = Observer(self.protocol, transport, self.client, self.server,
+                                 rules_for(self.protocol, transport, self.params))
+        for method, args in self.early:
+            getattr(self.observer, method)(*args)
+
+    def data(self, sender, ts, offset, data) -> None:
+        if self.observer is None and sender == CLIENT:
+            ws = self.protocol in WS_BINDINGS and offset == 0 and data[:4] == b"GET "
+            self._open("ws" if ws else "tcp")
+        self._call("data", sender, ts, offset, data)
+
+    def gap(self, sender, offset, reason) -> None:
+        self._call("gap", sender, offset, reason)
+
+    def end(self, sender, ts, how) -> None:
+        self._call("end", sender, ts, how)
+
+    def _call(self, method: str, *args) -> None:
+        if self.observer is None:
+            self.early.append((method, args))
+            if len(self.early) > 10_000:  # a server that talks first for long: not a binding we guess
+                self._open("tcp")
+        else:
+            getattr(self.observer, method)(*args)
+
+    def finish(self) -> Observer:
+        if self.observer is None:
+            self._open("tcp")
+        self.observer.finish()
+        return self.observer
+
+
+class _Sinks:
+    def __init__(self, protocol_of_port: dict[int, str], default: str | None, params: dict[str, int]) -> None:
+        self.protocol_of_port, self.default, self.params = protocol_of_port, default, params
+        self.server_ports = set(protocol_of_port)
+        self.opened = 0
+
+    def __call__(self, client, server):
+        protocol = self.protocol_of_port.get(server[1], self.default)
+        if protocol is None:
+            return None
+        self.opened += 1
+        return _LazyObserver(protocol, client, server, self.params)
+
+
+def check_segments(segments, result: FileResult, protocol_of_port: dict[int, str], default: str | None,
+                   params: dict[str, int]) -> _Sinks:
+    """Reassemble and observe ``segments`` (one file's, or one connection's, in capture order);
+    each connection's findings are collected as it closes, and its state let go."""
+    sinks = _Sinks(protocol_of_port, default, params)
+
+    def done(conn) -> None:
+        observer = conn.sink.finish()
+        result.findings += observer.findings
+        result.notes += observer.notes
+        result.frames += observer.frames_checked
+        result.connections += 1
+
+    reassembler = Reassembler(sinks, done)
+    for segment in segments:
+        reassembler.feed(segment)
+    reassembler.finish()
+    return sinks
+
+
+def check_file(path: Path, protocol_of_port: dict[int, str], default: str | None,
+               params: dict[str, int]) -> FileResult:
+    result = FileResult(path)
+    try:
+        sinks = check_segments(read_segments(path, result.stats), result, protocol_of_port, default, params)
+    except CaptureProblem as exc:
+        result.problems.append(str(exc))
+        return result
+    result.problems += result.stats.problems
+    if result.stats.packets and not result.stats.tcp:
+        result.problems.append(f"{path}: {result.stats.packets} packets, none of them TCP: nothing to check")
+    elif result.stats.tcp and not sinks.opened:
+        result.problems.append(f"{path}: no connection to a port the port map names (ports: "
+                               f"{', '.join(map(str, sorted(protocol_of_port))) or 'none'})")
+    return result

@@ -1,0 +1,158 @@
+"""TCP segments out of a capture file (pcap or pcapng, read by dpkt).
+
+Every problem of one file is a :class:`CaptureProblem` the caller reports for that file: a file
+that is no capture, a capture cut short (what was read before the cut is still checked), a link
+type we cannot read.  Packets that are not TCP over IPv4/IPv6 are counted, not errors.
+"""
+
+from __future__ import annotations
+
+import socket
+from struct import error as struct_error  # dpkt raises it on short headers
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dpkt
+
+_PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+# link types (https://www.tcpdump.org/linktypes.html) whose frames we can unwrap to IP
+_ETHERNET, _NULL, _LOOP, _RAW, _RAW_OLD, _SLL, _SLL2, _IPV4, _IPV6 = 1, 0, 108, 101, 12, 113, 276, 228, 229
+_READABLE = frozenset({_ETHERNET, _NULL, _LOOP, _RAW, _RAW_OLD, _SLL, _SLL2, _IPV4, _IPV6})
+
+
+class CaptureProblem(Exception):
+    """A file that cannot be read (at all, or past some point): the message names it."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    ts: float
+    src: tuple[str, int]
+    dst: tuple[str, int]
+    seq: int
+    flags: int
+    payload: bytes
+    missing: int = 0  # payload bytes the capture's snap length cut off (the segment carried them)
+
+    @property
+    def syn(self) -> bool:
+        return bool(self.flags & dpkt.tcp.TH_SYN)
+
+    @property
+    def fin(self) -> bool:
+        return bool(self.flags & dpkt.tcp.TH_FIN)
+
+    @property
+    def rst(self) -> bool:
+        return bool(self.flags & dpkt.tcp.TH_RST)
+
+
+@dataclass
+class ReadStats:
+    packets: int = 0
+    tcp: int = 0
+    other: int = 0  # not TCP over IP: skipped
+    problems: list[str] = field(default_factory=list)
+
+
+class _ShortReads:
+    """The capture file, noting a read that got fewer bytes than asked for but not none: the
+    file ends inside a packet (dpkt's pcap reader would hand out the cut packet as if whole)."""
+
+    def __init__(self, fh) -> None:
+        self.fh, self.short = fh, False
+        self.name = getattr(fh, "name", "capture")
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.fh.read(size)
+        if 0 < len(data) < size:
+            self.short = True
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+
+
+def _reader(fh, path: Path):
+    magic = fh.fh.read(4)
+    fh.fh.seek(0)
+    try:
+        if magic == _PCAPNG_MAGIC:
+            return dpkt.pcapng.Reader(fh)
+        return dpkt.pcap.Reader(fh)
+    except (ValueError, dpkt.dpkt.Error, EOFError) as exc:
+        raise CaptureProblem(f"{path}: not a pcap or pcapng capture ({exc or type(exc).__name__})") from None
+
+
+def _ip_of(linktype: int, buf: bytes):
+    if linktype == _ETHERNET:
+        return dpkt.ethernet.Ethernet(buf).data
+    if linktype in (_NULL, _LOOP):
+        return dpkt.loopback.Loopback(buf).data
+    if linktype == _SLL:
+        return dpkt.sll.SLL(buf).data
+    if linktype == _SLL2:
+        return dpkt.sll2.SLL2(buf).data
+    if linktype in (_RAW, _RAW_OLD, _IPV4, _IPV6):
+        return dpkt.ip6.IP6(buf) if buf[:1] and buf[0] >> 4 == 6 else dpkt.ip.IP(buf)
+    return None
+
+
+def _segment(ts: float, ip) -> Segment | None:
+    if isinstance(ip, dpkt.ip.IP):
+        family, total = socket.AF_INET, ip.len - ip.hl * 4
+    elif isinstance(ip, dpkt.ip6.IP6):
+        family, total = socket.AF_INET6, ip.plen
+    else:
+        return None
+    tcp = ip.data
+    if not isinstance(tcp, dpkt.tcp.TCP):
+        return None
+    payload = bytes(tcp.data)
+    expected = max(0, total - tcp.off * 4)
+    src = (socket.inet_ntop(family, ip.src), tcp.sport)
+    dst = (socket.inet_ntop(family, ip.dst), tcp.dport)
+    return Segment(ts, src, dst, tcp.seq, tcp.flags, payload[:expected] if expected else payload,
+                   max(0, expected - len(payload)))
+
+
+def read_segments(path: Path, stats: ReadStats) -> Iterator[Segment]:
+    """Every TCP segment of the file, in capture order.  Raises CaptureProblem for a file that
+    is no capture; a capture that ends mid-packet ends the iteration with a problem noted."""
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise CaptureProblem(f"{path}: cannot open: {exc.strerror or exc}") from None
+    with fh:
+        watched = _ShortReads(fh)
+        reader = _reader(watched, path)
+        linktype = reader.datalink()
+        if linktype not in _READABLE:
+            raise CaptureProblem(f"{path}: link type {linktype} is not one we read "
+                                 "(Ethernet, loopback, Linux cooked, raw IP)")
+        packets = iter(reader)
+        while True:
+            try:
+                ts, buf = next(packets)
+            except StopIteration:
+                return
+            except (dpkt.dpkt.Error, ValueError, EOFError, struct_error) as exc:
+                stats.problems.append(f"{path}: the capture is cut short after packet {stats.packets} "
+                                      f"({type(exc).__name__}): the rest of the file is not read")
+                return
+            if watched.short:
+                stats.problems.append(f"{path}: the capture is cut short inside packet {stats.packets + 1}: "
+                                      "the file ends there")
+                return
+            stats.packets += 1
+            try:
+                seg = _segment(float(ts), _ip_of(linktype, buf))
+            except (dpkt.dpkt.Error, ValueError, IndexError, struct_error):
+                seg = None  # a mangled or cut header: counted with the packets we skip
+            if seg is None:
+                stats.other += 1
+                continue
+            stats.tcp += 1
+            yield seg
+

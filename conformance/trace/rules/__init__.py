@@ -1,0 +1,70 @@
+"""Per protocol: which requirement each thing seen on the wire breaks.
+
+A rules object watches one connection.  Its hooks return violations, each
+``(side, requirement id, message)``: the side that broke it ("client" or "server"),
+an id from docs/requirements/<protocol>.yaml, and what was seen; a fourth item names the side
+whose frames the violation rests on (e.g. a reply to a request never seen): it is dropped at
+the end when some of that side's frames could not be seen.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from reference_impl.common.errors import CodecError
+
+from conformance.protocols import adapter_for
+from conformance.registry import NAMES
+
+#: protocol -> the module holding its Rules: one per protocol of the registry
+MODULES = {name: f"conformance.trace.rules.{name}" for name in NAMES}
+
+
+class Rules:
+    """The default of every hook: frames decode with the protocol's reader, a codec error names
+    the requirement ``ERRORS`` maps its code to (else ``FRAMING``), nothing else is checked."""
+
+    protocol = ""
+    ERRORS: dict[str, str] = {}
+    FRAMING = ""  # the requirement a frame that does not decode breaks, when ERRORS has no better one
+    NOT_VIOLATIONS = frozenset({"too-large"})  # our own reader's limits, not the peer's fault
+
+    def __init__(self, transport: str, params: dict[str, int]) -> None:
+        self.transport = transport
+        self.params = params
+
+    def new_reader(self, side: str):
+        return adapter_for(self.protocol).new_reader(self.transport)
+
+    def on_error(self, side: str, exc: CodecError, ts: float):
+        if exc.code in self.NOT_VIOLATIONS:
+            return []
+        return [(side, self.ERRORS.get(exc.code, self.FRAMING), f"invalid bytes: {exc}")]
+
+    def on_frame(self, side: str, frame, ts: float):
+        return []
+
+    def on_ws(self, side: str, kind: str, payload, ts: float):
+        return []
+
+    def on_end(self, side: str, ts: float, how: str, pending: int):
+        return []
+
+    def on_gap(self, side: str) -> None:
+        """The rules see no more of this side's frames (a capture gap, bytes that do not decode)."""
+
+    def on_finish(self):
+        return []
+
+    def notes(self) -> list[tuple[str, str]]:
+        """(side, reason) for what the rules saw but could not check (e.g. encrypted frames)."""
+        return []
+
+
+def rules_for(protocol: str, transport: str, params: dict[str, int]) -> Rules:
+    module = importlib.import_module(MODULES[protocol])
+    return module.Rules(transport, params)
+
+
+def other(side: str) -> str:
+    return "server" if side == "client" else "client"

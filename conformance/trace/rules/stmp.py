@@ -1,0 +1,231 @@
+"""STMP (docs/profiles/stmp.md) seen from the wire: negotiation first, replies by ID, a close
+where the profile requires one, heartbeats while open; frames decoded by the reference codec."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from reference_impl.common.errors import CodecError
+from reference_impl.stmp import codec
+
+from conformance.protocols.base import Frame
+from conformance.protocols.stmp import HARNESS_MAX_PAYLOAD
+from conformance.trace.rules import Rules as Base, other
+
+_OK, _BAD_REQUEST, _TOO_LARGE, _VERSION_NOT_SUPPORTED = 0x00, 0x20, 0x26, 0x35
+_RAW = 5
+
+
+_KINDS = {codec.Ping: "ping", codec.Request: "request", codec.Notify: "notify", codec.Response: "response"}
+
+
+def _frame(msg) -> Frame:
+    """The fields the rules read; the versions only where negotiation carries them (ID 0, Raw).
+    Lighter than the harness's to_frame, which also renders every frame for wire logs."""
+    fields = {"kind": _KINDS[type(msg)], "encoding": getattr(msg, "encoding", 0)}
+    for name in ("id", "action", "status"):
+        value = getattr(msg, name, None)
+        if value is not None:
+            fields[name] = value
+    if fields.get("id") == 0 and fields["encoding"] == _RAW and fields.get("action", 0) == 0:
+        try:
+            fields["versions"] = [f"{a}.{b}" for a, b in codec.decode_versions(msg.payload, text=False)]
+        except CodecError:
+            fields["versions"] = []
+    return Frame(fields, "")
+
+
+class _StreamReader:
+    """The TCP binding: the reference StreamDecoder, frames as _frame fields."""
+
+    def __init__(self) -> None:
+        self._decoder = codec.StreamDecoder(max_payload=HARNESS_MAX_PAYLOAD)
+
+    def feed(self, data: bytes) -> list[Frame]:
+        return [_frame(m) for m in self._decoder.feed(data)]
+
+    @property
+    def pending(self) -> int:
+        return self._decoder.buffered
+
+
+class Rules(Base):
+    protocol = "stmp"
+    ERRORS = {
+        "reserved-bits": "stmp-reserved-bits",
+        "encoding-invalid": "stmp-encodings",
+        "ping-encoding": "stmp-ping-encoding-zero",
+        "first-byte": "stmp-first-byte",
+        "empty-payload": "stmp-encoding-none",
+        "unexpected-payload": "stmp-encoding-none",
+        "text-syntax": "stmp-text-fields",
+        "field-range": "stmp-text-fields",
+        "split-header": "stmp-split-encoding",
+        "trailing-bytes": "stmp-heartbeat-fields",
+        "version-syntax": "stmp-negotiation-request",
+    }
+    FRAMING = "stmp-field-order"
+
+    def new_reader(self, side: str):
+        return _StreamReader() if self.transport == "tcp" else super().new_reader(side)
+
+    def __init__(self, transport: str, params: dict[str, int]) -> None:
+        super().__init__(transport, params)
+        self.first = {"client": True, "server": True}  # before the side's first message that is not a ping
+        self.negotiation = "none"  # none -> asked (a negotiation request) / refused-first -> open
+        self.outstanding = {"client": Counter(), "server": Counter()}  # request IDs a side awaits replies to
+        self.responses_sent = {"client": set(), "server": set()}  # IDs of Responses a side sent
+        self.offered: list[str] = []
+        # the server must close: (requirement, why, when); it may still send one error reply
+        self.must_close: tuple[str, str, float] | None = None
+        self.error_reply_allowed = False
+        self.closed: dict[str, float] = {}
+        self.last_sent = {"client": 0.0, "server": 0.0}
+        self.interval = params.get("heartbeat_interval_ms", 5000) / 1000
+        self.prompt = params.get("prompt_ms", 1000) / 1000
+        self.blind: set[str] = set()  # sides whose frames the rules no longer see
+
+    def on_gap(self, side: str) -> None:
+        self.blind.add(side)
+    # -- frames ------------------------------------------------------------------------------
+
+    def on_frame(self, side: str, frame, ts: float):
+        f = frame.fields
+        out = self._heartbeat(side, ts)
+        self.last_sent[side] = ts
+        if side == "server" and self.must_close is not None:
+            return out + self._after_must_close(f)
+        if f["kind"] != "ping" and self.first[side]:
+            self.first[side] = False
+            out += self._first_client(f, ts) if side == "client" else self._first_server(f, ts)
+        elif f["kind"] == "ping" and side == "client" and self.first["client"] and self.negotiation == "none":
+            out.append(("client", "stmp-negotiation-request",
+                        "the client sent a ping before its negotiation request"))
+            self.first["client"] = False
+        elif f["kind"] == "request":
+            self.outstanding[side][f["id"]] += 1
+        elif f["kind"] == "response":
+            unsolicited = self.outstanding[other(side)][f["id"]] <= 0
+            out += self._response(side, f)
+            if unsolicited:
+                self.responses_sent[side].add(f["id"])  # only a Response nobody asked for can be answered wrongly
+        return out
+
+    def _first_client(self, f, ts: float):
+        if f["kind"] == "request" and f["id"] == 0 and f["action"] == 0:
+            self.negotiation = "asked"
+            self.offered = list(f.get("versions") or [])
+            self.outstanding["client"][0] += 1
+            return [] if f["encoding"] == _RAW else [
+                ("client", "stmp-negotiation-request", f"the negotiation request has ENCODING {f['encoding']}, not Raw")]
+        self.negotiation = "refused-first"
+        if f["kind"] == "request":
+            self.outstanding["client"][f["id"]] += 1
+        return [("client", "stmp-negotiation-request", f"the client's first message is {_show(f)}, not the negotiation request")]
+
+    def _first_server(self, f, ts: float):
+        if "client" in self.blind and self.negotiation == "none":
+            return []  # the client's first message was not seen
+        if self.negotiation == "asked":
+            if f["kind"] != "response" or f.get("id") != 0:
+                return [("server", "stmp-negotiation-ok", f"the server's first message is {_show(f)}, not the reply to the negotiation (ID 0)")]
+            self._answered("client", 0)
+            if f["status"] == _OK:
+                self.negotiation = "open"
+                chosen = f.get("versions") or []
+                if len(chosen) != 1 or self.offered and chosen[0] not in self.offered:
+                    return [("server", "stmp-negotiation-ok", f"the negotiation's Ok carries the versions {chosen}, "
+                             f"not one of those the client offered ({self.offered})")]
+                return []
+            requirement = "stmp-negotiation-refused" if f["status"] == _VERSION_NOT_SUPPORTED else "stmp-negotiation-request"
+            self._close_required(requirement, f"it refused the negotiation ({_show(f)})", ts)
+            return []
+        if self.negotiation == "refused-first":
+            if f["kind"] != "response" or f["status"] == _OK:
+                return [("server", "stmp-negotiation-request",
+                         f"the client's first message was not the negotiation request, and the server answered {_show(f)}, not an error")]
+            self._answered("client", f["id"])
+            self._close_required("stmp-negotiation-request", "it answered a first message that was not the negotiation", ts)
+            return []
+        return [("server", "stmp-negotiation-ok", f"the server sent {_show(f)} before the client negotiated")]
+
+    def _response(self, side: str, f):
+        peer = other(side)
+        if self.outstanding[peer][f["id"]] > 0:
+            self._answered(peer, f["id"])
+            return []
+        if peer in self.blind:
+            return []  # the request may be in what the rules could not see
+        if side == "client" and self.negotiation != "open":
+            return []
+        if f["id"] in self.responses_sent[peer]:
+            return [(side, "stmp-response-fields", f"{_show(f)} replies to a Response the {peer} sent (ID {f['id']:#x}): "
+                     "a Response is not answered", peer)]
+        return [(side, "stmp-reply-id", f"{_show(f)} answers no outstanding request of the {peer} with ID {f['id']:#x}",
+                 peer)]
+
+    def _answered(self, side: str, request_id: int) -> None:
+        waiting = self.outstanding[side]
+        waiting[request_id] -= 1
+        if waiting[request_id] <= 0:
+            del waiting[request_id]  # a long connection holds only what is outstanding
+
+    def _after_must_close(self, f):
+        if f["kind"] == "ping":
+            return []
+        if f["kind"] == "response" and self.outstanding["client"][f["id"]] > 0:
+            self._answered("client", f["id"])  # a reply to a request before the bad bytes
+            return []
+        if f["kind"] == "response" and self.error_reply_allowed and f["status"] != _OK:
+            self.error_reply_allowed = False
+            return []
+        requirement, why, _ = self.must_close
+        return [("server", requirement, f"the server sent {_show(f)} after {why}: it must close the connection")]
+
+    def _close_required(self, requirement: str, why: str, ts: float) -> None:
+        if self.must_close is None:
+            self.must_close = (requirement, why, ts)
+
+    # -- the client's bad bytes, ends, heartbeats -----------------------------------------------
+
+    def on_error(self, side: str, exc, ts: float):
+        if exc.code == "too-large":
+            # over our reader's limit, not the spec's: the peer may answer it 0x26 with its ID (or 0)
+            self.outstanding[side][getattr(exc, "message_id", None) or 0] += 1
+            return []
+        out = super().on_error(side, exc, ts)
+        if side == "client" and out and self.closed.get("server") is None and "client" not in self.blind:
+            self._close_required(out[0][1], f"the client sent invalid bytes ({exc.code})", ts)
+            self.error_reply_allowed = True
+        return out
+
+    def on_end(self, side: str, ts: float, how: str, pending: int):
+        self.closed.setdefault(side, ts)
+        out = self._heartbeat(side, ts) if side == "client" else []
+        if side == "client" and self.must_close is not None and "server" not in self.closed:
+            requirement, why, since = self.must_close
+            if ts - since >= self.prompt:  # sooner, the client may just not have waited for the close
+                out.append(("server", requirement,
+                            f"the server kept the connection open {ts - since:.3f} s after {why}; the client closed it ({how})"))
+        return out
+
+    def _heartbeat(self, side: str, ts: float):
+        """A server silent for two heartbeat intervals while the connection is open breaks
+        stmp-heartbeat-send (checked when its peer next shows up, so capture ends do not count)."""
+        if self.negotiation != "open" or self.must_close is not None or "server" in self.closed or "server" in self.blind:
+            return []
+        last = self.last_sent["server"]
+        if last and ts - last > 2 * self.interval:
+            self.last_sent["server"] = ts  # once per silence
+            return [("server", "stmp-heartbeat-send",
+                     f"the server sent nothing for {ts - last:.3f} s while the connection was open "
+                     f"(heartbeat interval {self.interval:g} s)")]
+        return []
+
+
+def _show(f) -> str:
+    parts = [f["kind"].capitalize()]
+    for name in ("id", "action", "status"):
+        if name in f:
+            parts.append(f"{name.upper()} {f[name]:#x}")
+    return " ".join(parts)

@@ -1,0 +1,134 @@
+"""`conformance check-trace --spark`: the same checks over many captures on a Spark cluster.
+
+Work is split by file, then by connection: each file is read on an executor into its TCP
+segments, keyed by (file, the connection's two endpoints), so one file's flows spread over
+partitions; each connection's segments are then sorted back into capture order and run through
+the same reassembler and observers as the single-process checker (check.check_segments).  The
+output is what `--records` writes (one record per finding or note) plus a summary per
+implementation, under ``--out`` (a local path or a URI, as for `conformance report`).
+
+Local paths (and ``file:`` URIs) are opened by the executors themselves, so a file never has to
+fit in memory; other URIs are read by Spark's ``binaryFiles`` (whole file per task) and spooled
+to a temporary file on the executor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from conformance.record_format import SCHEMA_VERSION
+from conformance.trace.check import FileResult, check_segments
+from conformance.trace.packets import CaptureProblem, ReadStats, Segment, read_segments
+
+_PROBLEM = "~problem"  # key of a file's problem lines, sorted apart from connections
+
+
+def _segments_of(path: str, local: Path | None, data: bytes | None):
+    """(key, value) pairs of one capture: per segment ((file, endpoints), (index, segment)),
+    and per problem ((_PROBLEM, file), (0, message))."""
+    spool = None
+    if local is None:
+        spool = tempfile.NamedTemporaryFile(suffix=".pcap", delete=False)
+        spool.write(data or b"")
+        spool.close()
+        local = Path(spool.name)
+    stats = ReadStats()
+    try:
+        for index, seg in enumerate(read_segments(local, stats)):
+            # a plain tuple: the shuffle pickles it several times faster than the dataclass
+            yield (path, tuple(sorted((seg.src, seg.dst)))), (index, (seg.ts, seg.src, seg.dst, seg.seq, seg.flags,
+                                                                       seg.payload, seg.missing))
+        problems = stats.problems
+        if stats.packets and not stats.tcp:
+            problems = problems + [f"{path}: {stats.packets} packets, none of them TCP: nothing to check"]
+    except CaptureProblem as exc:
+        problems = [str(exc)]
+    finally:
+        if spool is not None:
+            os.unlink(spool.name)
+    for message in problems:
+        yield (_PROBLEM, path), (0, message.replace(str(local), path) if spool else message)
+
+
+def _check_group(item, ports: dict[int, str], default: str | None, params: dict[str, int],
+                 run: str, time: str, impl: str | None):
+    from conformance.trace.findings import record_of
+    key, values = item
+    if key[0] == _PROBLEM:
+        return [{"problem": message} for _, message in values]
+    path = key[0]
+    result = FileResult(Path(path))
+    ordered = (Segment(*seg) for _, seg in sorted(values, key=lambda v: v[0]))
+    check_segments(ordered, result, ports, default, params)
+    out = [record_of(x, run=run, time=time, source=path, implementation=impl) for x in [*result.findings, *result.notes]]
+    return out + [{"frames": result.frames, "connections": result.connections}]
+
+
+def run_spark(args, ports: dict[int, str], params: dict[str, int]) -> int:
+    """Exit status as `conformance report`'s where they overlap: 2 a bad command line, 3 no
+    capture could be read, 4 Spark could not start or the job failed; and 1 on a MUST finding."""
+    from reports.fs import FileSystems, LocationError, child, local_path
+    from reports.spark_session import build_session, java_problem, parse_conf
+
+    from conformance.records import new_run_id, utc_now
+
+    if problem := java_problem():
+        print(f"conformance check-trace --spark: {problem}", file=sys.stderr)
+        return 4
+    try:
+        conf = parse_conf(args.conf)
+    except ValueError as exc:
+        print(f"conformance check-trace --spark: {exc}", file=sys.stderr)
+        return 2
+    spark = build_session(args.master, app_name="conformance-check-trace", conf=conf)
+    try:
+        sc = spark.sparkContext
+        located = [(uri, local_path(uri)) for uri in args.files]
+        on_disk = [(uri, str(path)) for uri, path in located if path is not None]
+        pairs = sc.parallelize(on_disk, max(1, len(on_disk))).flatMap(lambda u: _segments_of(u[0], Path(u[1]), None))
+        remote = [uri for uri, path in located if path is None]
+        if remote:
+            pairs = pairs.union(sc.binaryFiles(",".join(remote)).flatMap(lambda f: _segments_of(f[0], None, f[1])))
+        run, time, default, impl = new_run_id(), utc_now(), args.protocol, args.impl_name
+        rows = (pairs.groupByKey(max(sc.defaultParallelism, 2))
+                .flatMap(lambda item: _check_group(item, ports, default, params, run, time, impl))
+                .collect())
+        return _write(args, rows, FileSystems(spark), child)
+    except LocationError as exc:
+        print(f"conformance check-trace --spark: {exc}", file=sys.stderr)
+        return 3
+    except Exception as exc:  # a failed Spark job: one line, like the report pipeline
+        if type(exc).__module__.startswith(("py4j", "pyspark")):
+            print(f"conformance check-trace --spark: the Spark job failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 4
+        raise
+    finally:
+        spark.stop()
+
+
+def _write(args, rows, fs, child) -> int:
+    records = sorted((r for r in rows if "protocol" in r), key=lambda r: (r["capture"], r["connection"], r["message"]))
+    problems = sorted(r["problem"] for r in rows if "problem" in r)
+    frames = sum(r.get("frames", 0) for r in rows)
+    connections = sum(r.get("connections", 0) for r in rows)
+    for problem in problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    summary: dict[str, Counter] = {}
+    for r in records:
+        summary.setdefault(r["implementation"], Counter())[r["grade"]] += 1
+    fs.mkdirs(args.out)
+    fs.write_text(child(args.out, "records.jsonl"),
+                  "".join(json.dumps({"schemaVersion": SCHEMA_VERSION, **r}, sort_keys=True) + "\n" for r in records))
+    fs.write_text(child(args.out, "summary.json"), json.dumps(
+        {"connections": connections, "frames": frames, "problems": problems,
+         "implementations": {k: dict(v) for k, v in sorted(summary.items())}}, indent=2, sort_keys=True) + "\n")
+    findings = [r for r in records if r["grade"] != "INFORMATIONAL"]
+    failing = [r for r in findings if r["grade"] == "FAILED" or args.strict and r["grade"] == "NON-STRICT"]
+    print(f"{len(args.files)} captures: {connections} connections, {frames} frames checked, {len(findings)} findings; "
+          f"records: {child(args.out, 'records.jsonl')}  summary: {child(args.out, 'summary.json')}")
+    return 1 if failing else (3 if problems and not connections else 0)

@@ -1,0 +1,61 @@
+"""check-trace --spark gives the same findings and notes as the single-process checker on the
+same captures (several files, connections of one file spread over partitions)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conformance.cli import main
+from tests.trace.pcapfiles import CLIENT, ECHO, ECHOED, NEGOTIATE, NEGOTIATED, SERVER, WRONG_ID, data, syns, write_pcap
+
+pytest.importorskip("pyspark")
+pytestmark = pytest.mark.slow
+
+
+def _key(record):
+    return (record["capture"], record["connection"], record["case"], record["grade"], record["message"],
+            record.get("byteOffset"), record.get("frameIndex"))
+
+
+def test_spark_and_single_process_agree(tmp_path, capsys):
+    if shutil.which("java") is None:
+        pytest.skip("no Java runtime for Spark")
+    captures = [
+        write_pcap(tmp_path / "ok.pcap", [*syns(), data(CLIENT, 0, NEGOTIATE), data(SERVER, 0, NEGOTIATED),
+                                          data(CLIENT, 12, ECHO), data(SERVER, 9, ECHOED)]),
+        write_pcap(tmp_path / "wrong.pcap", [*syns(), data(CLIENT, 0, NEGOTIATE), data(SERVER, 0, NEGOTIATED),
+                                             data(CLIENT, 12, ECHO), data(SERVER, 9, WRONG_ID)]),
+        write_pcap(tmp_path / "gap.pcap", [*syns(), data(CLIENT, 0, NEGOTIATE), data(SERVER, 9, WRONG_ID)]),
+    ]
+    # a file with many connections, so that one file's flows land in several partitions
+    many = []
+    for n in range(12):
+        client = ("127.0.0.1", 41000 + n)
+        flip = {CLIENT: client, SERVER: SERVER}
+        reply = WRONG_ID if n % 3 == 0 else ECHOED
+        for src, dst, seq, flags, payload in [*syns(), data(CLIENT, 0, NEGOTIATE), data(SERVER, 0, NEGOTIATED),
+                                              data(CLIENT, 12, ECHO), data(SERVER, 9, reply)]:
+            many.append((flip[src], flip[dst], seq, flags, payload))
+    captures.append(write_pcap(tmp_path / "many.pcap", many))
+    garbage = tmp_path / "garbage.pcap"
+    garbage.write_bytes(b"not a capture")
+    files = [str(p) for p in captures] + [str(garbage)]
+
+    single = tmp_path / "single.jsonl"
+    assert main(["check-trace", "--port", "9000=stmp", *files, "--records", str(single)]) == 1
+    out = tmp_path / "spark"
+    assert main(["check-trace", "--spark", "--master", "local[2]", "--port", "9000=stmp", *files,
+                 "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{garbage}: not a pcap or pcapng capture" in err
+
+    expected = sorted(_key(json.loads(line)) for line in single.read_text().splitlines())
+    got = sorted(_key(json.loads(line)) for line in (out / "records.jsonl").read_text().splitlines())
+    assert got == expected
+    assert sum(k[3] == "FAILED" for k in got) == 1 + 4  # wrong.pcap and every third connection of many.pcap
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["connections"] == 15
+    assert summary["implementations"] == {"127.0.0.1:9000": {"FAILED": 5, "INFORMATIONAL": 1}}
