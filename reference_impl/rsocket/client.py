@@ -22,7 +22,7 @@ from websockets.exceptions import ConnectionClosed as WsClosed
 
 from reference_impl.rsocket.codec import MAX_FRAME
 from reference_impl.rsocket.connection import (
-    ConnectionClosed, Connection, Event, PayloadReceived, Role, StreamErrorReceived, Transport,
+    ConnectionClosed, Connection, CreditReceived, Event, PayloadReceived, Role, StreamErrorReceived, Transport,
 )
 
 READ_SIZE = 64 << 10
@@ -63,7 +63,7 @@ class RSocketClient:
                 self._closed = event
                 for queue in self._queues.values():
                     queue.put_nowait(event)
-            elif isinstance(event, (PayloadReceived, StreamErrorReceived)):
+            elif isinstance(event, (PayloadReceived, StreamErrorReceived, CreditReceived)):
                 queue = self._queues.get(event.stream_id)
                 if queue is not None:
                     queue.put_nowait(event)
@@ -99,6 +99,10 @@ class RSocketClient:
             raise ConnectionLost(event.reason)
         return event
 
+    def _open_here(self, sid: int) -> bool:
+        # The connection runs ahead of this stream's queue: the stream may have ended already.
+        return sid in self.conn.open_streams()
+
     def _open(self, sid: int) -> None:
         self._queues[sid] = asyncio.Queue()
 
@@ -125,7 +129,34 @@ class RSocketClient:
                     items.append(event.data)
                 if event.complete:
                     return items
-                if event.next and len(items) % batch == 0:
+                if event.next and len(items) % batch == 0 and self._open_here(sid):
+                    self.conn.request_n(sid, batch)
+                    await self._flush()
+        finally:
+            del self._queues[sid]
+
+    async def request_channel(self, items: list[bytes], batch: int = 0x7FFFFFFF,
+                              metadata: bytes | None = None) -> list[bytes]:
+        """Sends ``items`` on one channel (the first in REQUEST_CHANNEL, the others as the
+        responder's credit allows, the last with C) and returns every item received until the
+        responder completes, asking for ``batch`` more each time a batch arrived."""
+        sid = self.conn.request_channel(items[0], batch, metadata, complete=len(items) == 1)
+        self._open(sid)
+        await self._flush()
+        pending, received = list(items[1:]), []
+        try:
+            while True:
+                event = await self._next(sid)
+                if isinstance(event, CreditReceived):
+                    while pending and self.conn.credit(sid):
+                        self.conn.send_payload(sid, pending.pop(0), complete=not pending)
+                    await self._flush()
+                    continue
+                if event.next:
+                    received.append(event.data)
+                if event.complete:
+                    return received
+                if event.next and len(received) % batch == 0 and self._open_here(sid):
                     self.conn.request_n(sid, batch)
                     await self._flush()
         finally:

@@ -1,0 +1,211 @@
+// rsocket-js 1.0 (npm rsocket-core and its transports, 1.0.0-alpha.3) as a peer of the suite,
+// through the library's public API only: RSocketServer with an acceptor that runs the profile's
+// test service, RSocketConnector for the client-role cases (rsocket_js_common.js).
+//
+//   node rsocket_js1_peer.js server --transport tcp|ws --port PORT
+//   node rsocket_js1_peer.js client --url tcp://127.0.0.1:PORT|ws://127.0.0.1:PORT/ --testcase NAME
+"use strict";
+
+const { RSocketServer, RSocketConnector, RSocketError, ErrorCodes } = require("rsocket-core");
+const { TcpServerTransport } = require("rsocket-tcp-server");
+const { TcpClientTransport } = require("rsocket-tcp-client");
+const { WebsocketServerTransport } = require("rsocket-websocket-server");
+const { WebsocketClientTransport } = require("rsocket-websocket-client");
+const WebSocket = require("ws");
+const common = require("./rsocket_js_common");
+
+const LABEL = "rsocket-js 1.0 peer";
+const noExtension = () => {};
+
+function requestResponse(payload, responder) {
+  const { name, arg } = common.route(payload.data);
+  if (name === "echo") responder.onNext({ data: payload.data.subarray(5), metadata: payload.metadata }, true);
+  else if (name === "error") responder.onError(new RSocketError(ErrorCodes.APPLICATION_ERROR, arg));
+  else if (name === "last-fnf") responder.onNext({ data: common.kept.fnf }, true);
+  else if (name === "last-metadata-push") responder.onNext({ data: common.kept.metadataPush }, true);
+  else if (name !== "never") responder.onError(new RSocketError(ErrorCodes.APPLICATION_ERROR, "unknown route"));
+  return { cancel() {}, onExtension: noExtension };
+}
+
+function requestStream(payload, initialRequestN, responder) {
+  const { name, arg } = common.route(payload.data);
+  const end = name === "range" ? common.rangeCount(arg) : null;
+  const state = { next: 0, credit: initialRequestN, done: false };
+  const pump = () => {
+    if (state.done || end === null) return;
+    if (end === 0) {
+      state.done = true;
+      responder.onComplete();
+      return;
+    }
+    while (state.credit > 0 && !state.done) {
+      const last = state.next === end - 1;
+      responder.onNext({ data: Buffer.from(String(state.next)) }, last);
+      state.next += 1;
+      state.credit -= 1;
+      state.done = last;
+    }
+  };
+  if (name === "error") responder.onError(new RSocketError(ErrorCodes.APPLICATION_ERROR, arg));
+  else if (end === null && name !== "never") {
+    responder.onError(new RSocketError(ErrorCodes.APPLICATION_ERROR, "unknown route"));
+  }
+  setImmediate(pump);
+  return {
+    request(n) {
+      state.credit += n;
+      pump();
+    },
+    cancel() {
+      state.done = true;
+    },
+    onExtension: noExtension,
+  };
+}
+
+// Echoes the initial payload and then every PAYLOAD, passing the requester's credit straight
+// back as its own request-n, and completes once the requester completed and all was echoed.
+function requestChannel(payload, initialRequestN, isCompleted, responder) {
+  const state = { queue: [payload], credit: initialRequestN, requesterDone: isCompleted, closed: false };
+  const pump = () => {
+    while (!state.closed && state.credit > 0 && state.queue.length) {
+      const item = state.queue.shift();
+      state.credit -= 1;
+      responder.onNext({ data: item.data, metadata: item.metadata }, false);
+    }
+    if (!state.closed && state.requesterDone && !state.queue.length) {
+      state.closed = true;
+      responder.onComplete();
+    }
+  };
+  if (!isCompleted) responder.request(initialRequestN);
+  setImmediate(pump);
+  return {
+    onNext(item, isComplete) {
+      state.queue.push(item);
+      state.requesterDone = state.requesterDone || isComplete;
+      pump();
+    },
+    onComplete() {
+      state.requesterDone = true;
+      pump();
+    },
+    onError() {
+      state.closed = true;
+    },
+    request(n) {
+      state.credit += n;
+      if (!state.requesterDone) responder.request(n);
+      pump();
+    },
+    cancel() {
+      state.closed = true;
+    },
+    onExtension: noExtension,
+  };
+}
+
+const service = {
+  requestResponse,
+  requestStream,
+  requestChannel,
+  fireAndForget(payload) {
+    if (common.route(payload.data).name === "fnf") common.kept.fnf = Buffer.from(payload.data.subarray(4));
+    return { cancel() {} };
+  },
+  metadataPush(metadata) {
+    common.kept.metadataPush = Buffer.from(metadata || []);
+  },
+};
+
+async function serve(options) {
+  const port = Number(options.port);
+  const transport = options.transport === "ws"
+    ? new WebsocketServerTransport({ host: "127.0.0.1", port, wsCreator: (opts) => new WebSocket.Server(opts) })
+    : new TcpServerTransport({ listenOptions: { host: "127.0.0.1", port } });
+  const server = new RSocketServer({ transport, acceptor: { accept: async () => service } });
+  await server.bind();
+  console.log(`${LABEL}: serving the test service on ${options.transport || "tcp"} 127.0.0.1:${port}`);
+}
+
+// The promise-based view of a connected RSocket that the cases of rsocket_js_common.js use.
+function socketView(rsocket) {
+  return {
+    requestResponse: (data, metadata) => new Promise((resolve, reject) => {
+      rsocket.requestResponse({ data, metadata }, {
+        onNext: (payload) => resolve(payload),
+        onComplete: () => resolve({ data: null }),
+        onError: reject,
+        onExtension: noExtension,
+      });
+    }),
+    requestStream: (data, batch) => new Promise((resolve, reject) => {
+      const items = [];
+      const subscription = rsocket.requestStream({ data }, batch, {
+        onNext(payload, isComplete) {
+          items.push(payload.data);
+          if (isComplete) resolve(items);
+          else if (items.length % batch === 0) subscription.request(batch);
+        },
+        onComplete: () => resolve(items),
+        onError: reject,
+        onExtension: noExtension,
+      });
+    }),
+    requestChannel: (datas, batch) => new Promise((resolve, reject) => {
+      const items = [];
+      let sent = 1;
+      const requester = rsocket.requestChannel({ data: datas[0] }, batch, datas.length === 1, {
+        onNext(payload, isComplete) {
+          items.push(payload.data);
+          if (isComplete) resolve(items);
+          else if (items.length % batch === 0) requester.request(batch);
+        },
+        onComplete: () => resolve(items),
+        onError: reject,
+        onExtension: noExtension,
+        request(n) {
+          for (; n > 0 && sent < datas.length; n -= 1, sent += 1) {
+            requester.onNext({ data: datas[sent] }, sent === datas.length - 1);
+          }
+        },
+        cancel: () => reject(new Error("the server cancelled the channel")),
+      });
+    }),
+    fireAndForget: async (data) => {
+      rsocket.fireAndForget({ data }, { onComplete() {}, onError() {} });
+    },
+    metadataPush: async (metadata) => {
+      rsocket.metadataPush(metadata, { onComplete() {}, onError() {} });
+    },
+    close: () => rsocket.close(),
+  };
+}
+
+async function connect(url, fragmentSize) {
+  const { scheme, host, port } = common.splitUrl(url);
+  const transport = scheme === "ws"
+    ? new WebsocketClientTransport({ url, wsCreator: (address) => new WebSocket(address) })
+    : new TcpClientTransport({ connectionOptions: { host, port } });
+  const connector = new RSocketConnector({
+    setup: { dataMimeType: "text/plain", metadataMimeType: "text/plain", keepAlive: 10000, lifetime: 30000 },
+    transport,
+    ...(fragmentSize ? { fragmentation: { maxOutboundFragmentSize: fragmentSize } } : {}),
+  });
+  return socketView(await connector.connect());
+}
+
+const options = common.parseArgs(process.argv.slice(2));
+if (options.role === "server") {
+  common.exitOnSignals(LABEL);
+  serve(options).catch((err) => {
+    console.log(`${LABEL}: cannot serve: ${err && err.stack ? err.stack : err}`);
+    process.exit(1);
+  });
+} else if (options.role === "client") {
+  common.runClient(options.testcase, (fragmentSize) => connect(options.url, fragmentSize),
+    { label: LABEL, fragments: true });
+} else {
+  console.log(`${LABEL}: usage: server --transport tcp|ws --port PORT | client --url URL --testcase NAME`);
+  process.exit(2);
+}

@@ -1,0 +1,139 @@
+// What the two rsocket-js peers (rsocket_js0_peer.js, rsocket_js1_peer.js) share: the command
+// line, the test service's routes (docs/profiles/rsocket.md, "Test service") and the client-role
+// cases, written against a small promise-based view of a connected RSocket that each peer builds
+// from its own library's public API. Nothing here touches the wire.
+"use strict";
+
+const UNSUPPORTED = 127;
+
+// argv: server --transport tcp|ws --port N  |  client --url URL --testcase NAME
+function parseArgs(argv) {
+  const [role, ...rest] = argv;
+  const options = { role };
+  for (let i = 0; i + 1 < rest.length; i += 2) options[rest[i].replace(/^--/, "")] = rest[i + 1];
+  return options;
+}
+
+// The route of a request is its data as UTF-8 (composite-metadata routing is not used by the peers).
+function route(data) {
+  const text = data ? data.toString("utf8") : "";
+  for (const prefix of ["echo:", "error:", "range:", "fnf:"]) {
+    if (text.startsWith(prefix)) return { name: prefix.slice(0, -1), arg: text.slice(prefix.length) };
+  }
+  if (["never", "last-fnf", "last-metadata-push"].includes(text)) return { name: text, arg: "" };
+  return { name: "unknown", arg: text };
+}
+
+// The kept fire-and-forget and METADATA_PUSH values, shared by every connection of one server.
+const kept = { fnf: Buffer.alloc(0), metadataPush: Buffer.alloc(0) };
+
+function rangeCount(arg) {
+  return /^[0-9]+$/.test(arg) ? Number(arg) : null;
+}
+
+function withDeadline(promise, ms, what) {
+  let timer;
+  const deadline = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+function check(condition, message) {
+  if (!condition) throw new Error(`check failed: ${message}`);
+}
+
+const text = (buffer) => (buffer ? Buffer.from(buffer).toString("utf8") : "");
+
+// Reads a kept value back until it shows TOKEN: fire-and-forget and METADATA_PUSH have no answer.
+async function readBack(socket, routeName, token) {
+  let seen = "";
+  for (let attempt = 0; attempt < 20; attempt += 1) {
+    seen = text((await socket.requestResponse(Buffer.from(routeName))).data);
+    if (seen === token) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`check failed: ${routeName} answered ${JSON.stringify(seen)}, not ${JSON.stringify(token)}`);
+}
+
+const FRAGMENTED_SIZE = 40000; // a data field many times the fragment size the peers configure
+const FRAGMENT_SIZE = 1024;
+
+// Client-role cases (docs/image-contract.md, "The RSocket peers"): each one talks to the test
+// service and checks its answers. SOCKET: requestResponse(data, metadata) -> {data, metadata},
+// requestStream(data, batch) -> [data...], requestChannel([data...], n) -> [data...],
+// fireAndForget(data), metadataPush(metadata); a stream ERROR rejects with err.code / err.message.
+const CASES = {
+  "request-response": async (socket) => {
+    const answer = await socket.requestResponse(Buffer.from("echo:hello"), Buffer.from("meta"));
+    check(text(answer.data) === "hello", `echo:hello answered ${JSON.stringify(text(answer.data))}`);
+    check(text(answer.metadata) === "meta", `echo metadata came back as ${JSON.stringify(text(answer.metadata))}`);
+    const failure = await socket.requestResponse(Buffer.from("error:boom")).then(() => null, (err) => err);
+    check(failure !== null, "error:boom was answered with a PAYLOAD, not an ERROR");
+    check(String(failure.message).includes("boom"), `error:boom failed with ${failure.message}`);
+  },
+  stream: async (socket) => {
+    const items = (await socket.requestStream(Buffer.from("range:10"), 3)).map(text);
+    check(items.join(",") === "0,1,2,3,4,5,6,7,8,9", `range:10 in batches of 3 gave [${items}]`);
+  },
+  channel: async (socket) => {
+    const sent = ["a", "b", "c", "d"];
+    const items = (await socket.requestChannel(sent.map((s) => Buffer.from(s)), 2)).map(text);
+    check(items.join(",") === sent.join(","), `the channel echoed [${items}] for [${sent}]`);
+  },
+  fnf: async (socket) => {
+    const token = `token-${process.pid}-${Date.now()}`;
+    await socket.fireAndForget(Buffer.from(`fnf:${token}`));
+    await readBack(socket, "last-fnf", token);
+  },
+  "metadata-push": async (socket) => {
+    const token = `push-${process.pid}-${Date.now()}`;
+    await socket.metadataPush(Buffer.from(token));
+    await readBack(socket, "last-metadata-push", token);
+  },
+  fragmented: async (socket) => {
+    const body = "x".repeat(FRAGMENTED_SIZE);
+    const answer = await socket.requestResponse(Buffer.from(`echo:${body}`), Buffer.from("m".repeat(3000)));
+    check(text(answer.data) === body, `a ${FRAGMENTED_SIZE}-byte echo came back as ${answer.data && answer.data.length} bytes`);
+    check(text(answer.metadata) === "m".repeat(3000), "the fragmented echo's metadata differs");
+  },
+};
+
+// Runs case NAME with a socket from CONNECT(fragmentSize) and ends the process with the contract's
+// exit code: 0 done, 127 unsupported, 1 failed.
+async function runClient(name, connect, { label, fragments }) {
+  const run = CASES[name];
+  if (!run || (name === "fragmented" && !fragments)) {
+    console.log(`${label}: unsupported test case ${JSON.stringify(name)}`);
+    process.exit(UNSUPPORTED);
+  }
+  try {
+    const socket = await withDeadline(connect(name === "fragmented" ? FRAGMENT_SIZE : 0), 10000, "connect");
+    await withDeadline(run(socket), 20000, name);
+    socket.close();
+    console.log(`${label}: ${name}: OK`);
+    process.exit(0);
+  } catch (err) {
+    console.log(`${label}: ${name}: FAILED: ${err && err.stack ? err.stack : err}`);
+    process.exit(1);
+  }
+}
+
+// The server runs until SIGTERM; as PID 1 of its container it must handle the signal itself.
+function exitOnSignals(label) {
+  for (const signal of ["SIGTERM", "SIGINT"]) {
+    process.on(signal, () => {
+      console.log(`${label}: ${signal}, exiting`);
+      process.exit(0);
+    });
+  }
+}
+
+function splitUrl(url) {
+  const parsed = new URL(url);
+  return { scheme: parsed.protocol.replace(":", ""), host: parsed.hostname, port: Number(parsed.port) };
+}
+
+module.exports = {
+  UNSUPPORTED, parseArgs, route, kept, rangeCount, runClient, exitOnSignals, splitUrl, text,
+};
