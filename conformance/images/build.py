@@ -64,7 +64,7 @@ def build_images(protocols: list[str] | None = None, *, force: bool = False, pro
         for peer in peers:
             stages.step(f"third-party image {peer.name}")
             outcome = ensure_peer_image(client, peer, base_image=base_image, base_hash=base_hash,
-                                        packages=packages, project_dir=project_dir, force=force)
+                                        packages=packages, project_dir=project_dir, force=force, log=say)
             outcomes.append(_report(outcome, say))
         with tempfile.TemporaryDirectory(prefix="conformance-wheel-") as wheel_dir:
             stages.step("project wheel")
@@ -90,6 +90,30 @@ def build_images(protocols: list[str] | None = None, *, force: bool = False, pro
         return outcomes
     finally:
         stages.finish()
+        client.close()
+
+
+def build_peer_images(names: list[str] | None = None, *, force: bool = False, project_dir: Path | None = None,
+                      log: Log = print) -> list[BuildOutcome]:
+    """The base image, the package set and the third-party images NAMES (default: all in this checkout),
+    without the project wheel or any reference image; the last outcomes are the peers', in order."""
+    project_dir = project_dir or require_checkout()
+    peers = [p for p in available_peers(project_dir) if names is None or p.name in names]
+    missing = set(names or ()) - {p.name for p in peers}
+    if missing:
+        raise ImageBuildError(f"no third-party peer {', '.join(sorted(missing))} in {project_dir}")
+    client = docker_client()
+    try:
+        base_image, base_hash, outcome = ensure_base_image(client, force=force, log=log)
+        outcomes = [_report(outcome, log)]
+        packages, outcome = ensure_packages(image_requirements(project_dir / "pyproject.toml"), force=force, log=log)
+        outcomes.append(_report(outcome, log))
+        for peer in peers:
+            outcomes.append(_report(ensure_peer_image(client, peer, base_image=base_image, base_hash=base_hash,
+                                                      packages=packages, project_dir=project_dir, force=force,
+                                                      log=log), log))
+        return outcomes
+    finally:
         client.close()
 
 

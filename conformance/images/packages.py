@@ -27,8 +27,8 @@ from conformance.images.results import BuildOutcome, ImageBuildError, Log, tail
 
 TARGET_PYTHON = "3.11"  # Debian bookworm's python3
 GLIBC_MINOR = 36  # bookworm's glibc 2.36: any manylinux_2_N wheel with N <= 36 runs
-# Third-party peers that run inside images (zmq-based implementations) need these too.
-IMAGE_EXTRAS = ("pyzmq",)
+# Third-party peers that run inside images (the zmq-based implementations, rsocket-py) need these too.
+IMAGE_EXTRAS = ("pyzmq", "rsocket")
 DOWNLOAD_TIMEOUT = 600
 MANIFEST = "manifest.json"
 

@@ -10,7 +10,6 @@ package set, and the image is rebuilt only when the hash of its inputs changes.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,18 +19,18 @@ from pathlib import Path
 import docker
 
 from conformance.images.base import find_image
+from conformance.images.debs import ensure_debs, run_step
 from conformance.images.digest import combine, sha256_file, tag_of
 from conformance.images.imagebuild import build_image, link_or_copy, remove_older
 from conformance.images.layout import IMAGES_DIR, LABEL_HASH, LABEL_KIND, cache_dir
 from conformance.images.packages import PackageSet, cached_file_set
-from conformance.images.results import BuildOutcome, ImageBuildError, Log, tail
+from conformance.images.results import BuildOutcome, ImageBuildError, Log
 
 DOCKERFILE = IMAGES_DIR / "suite" / "Dockerfile.reports"
 ENTRYPOINT = IMAGES_DIR / "suite" / "reports-entrypoint.sh"
 REPOSITORY = "conformance-suite-reports"
 KIND = "suite-reports"
 JAVA_PACKAGE = "openjdk-17-jre-headless"  # bookworm's Java runtime; PySpark 4 needs Java 17 or later
-STEP_TIMEOUT = 900
 
 
 def report_requirements(pyproject: Path) -> list[str]:
@@ -50,7 +49,7 @@ def ensure_report_wheels(requirements: list[str], *, force: bool, log: Log) -> t
     def fill(partial: Path) -> None:
         log(f"building wheels of {', '.join(requirements)} into {directory}")
         # pip wheel, not pip download --only-binary: PySpark is published as a source archive only
-        _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
+        run_step([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
               "--wheel-dir", str(partial), *requirements], "pip wheel")
         native = [p.name for p in partial.glob("*.whl") if not p.name.endswith("-none-any.whl")]
         if native:
@@ -61,27 +60,7 @@ def ensure_report_wheels(requirements: list[str], *, force: bool, log: Log) -> t
 
 def ensure_java_debs(client: docker.DockerClient, base_image: str, base_hash: str, *, force: bool,
                      log: Log) -> tuple[PackageSet, BuildOutcome]:
-    started = time.monotonic()
-    directory = cache_dir() / "java-debs" / tag_of(combine({"base": base_hash, "package": JAVA_PACKAGE}))
-
-    def fill(partial: Path) -> None:
-        if shutil.which("apt-get") is None:
-            raise ImageBuildError(f"the {KIND} image needs apt-get on the host (Debian) to fetch {JAVA_PACKAGE}")
-        log(f"downloading {JAVA_PACKAGE} and what the base image lacks of its dependencies into {directory}")
-        status = partial / "dpkg-status"
-        status.write_bytes(client.containers.run(base_image, ["cat", "/var/lib/dpkg/status"], remove=True,
-                                                 network_mode="none"))
-        (partial / "partial").mkdir()
-        _run(["apt-get", "install", "--download-only", "--yes", "--no-install-recommends", "--quiet",
-              "-o", f"Dir::State::status={status}", "-o", f"Dir::Cache::archives={partial}", JAVA_PACKAGE],
-             "apt-get --download-only")
-        for leftover in (status, partial / "partial", partial / "lock", partial / "lock-frontend"):
-            if leftover.is_dir():
-                shutil.rmtree(leftover)
-            elif leftover.exists():
-                leftover.unlink()
-
-    return cached_file_set(directory, "*.deb", fill, force=force, started=started)
+    return ensure_debs(client, base_image, base_hash, JAVA_PACKAGE, cache_name="java-debs", force=force, log=log)
 
 
 def ensure_suite_reports_image(client: docker.DockerClient, *, suite_image: str, suite_hash: str,
@@ -108,12 +87,3 @@ def ensure_suite_reports_image(client: docker.DockerClient, *, suite_image: str,
     client.images.get(name).tag(REPOSITORY, "latest")
     remove_older(client, KIND, REPOSITORY, content_hash)
     return BuildOutcome(name, action, time.monotonic() - started)
-
-
-def _run(command: list[str], what: str) -> None:
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=STEP_TIMEOUT, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        raise ImageBuildError(f"{what} did not finish within {STEP_TIMEOUT}s") from exc
-    if done.returncode != 0:
-        raise ImageBuildError(f"{what} failed ({done.returncode}):\n{tail(done.stdout + done.stderr)}")

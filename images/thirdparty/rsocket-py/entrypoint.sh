@@ -1,0 +1,49 @@
+#!/bin/sh
+# The rsocket-py 0.4.20 peer (rsocket_py_peer.py) (thirdparty/) behind the image contract (docs/image-contract.md): RSocket, both roles.
+# Server: the profile's test service on 127.0.0.1:PORT over TRANSPORT (tcp or ws).
+# Client: TESTCASE (request-response, stream, channel, fnf, metadata-push, fragmented) against SERVER_URL.
+set -eu
+
+UNSUPPORTED=127
+say() { echo "rsocket-py entrypoint: $*"; }
+
+PROTOCOL="${PROTOCOL:-rsocket}"
+ROLE="${ROLE:-server}"
+
+if [ "$PROTOCOL" != rsocket ]; then
+    say "this image implements rsocket, not $PROTOCOL"
+    exit "$UNSUPPORTED"
+fi
+# A missing interpreter would make sh answer 127 by itself and pass for "unsupported".
+if ! command -v python3 >/dev/null 2>&1; then
+    say "python3 is missing from this image"
+    exit 1
+fi
+
+case "$ROLE" in
+server)
+    if [ -z "${PORT:-}" ]; then
+        say "ROLE=server needs PORT"
+        exit 2
+    fi
+    case "${TRANSPORT:-tcp}" in
+    tcp|ws) ;;
+    *) say "TRANSPORT must be tcp or ws, not $TRANSPORT"; exit 2 ;;
+    esac
+    say "ROLE=server PORT=$PORT TRANSPORT=${TRANSPORT:-tcp}"
+    exec python3 /opt/peer/thirdparty/rsocket_py_peer.py server --transport "${TRANSPORT:-tcp}" --port "$PORT"
+    ;;
+client)
+    if [ -z "${TESTCASE:-}" ]; then
+        say "ROLE=client needs TESTCASE"
+        exit 2
+    fi
+    SERVER_URL="${SERVER_URL:-tcp://127.0.0.1:${PORT:-0}}"
+    say "ROLE=client TESTCASE=$TESTCASE SERVER_URL=$SERVER_URL"
+    exec python3 /opt/peer/thirdparty/rsocket_py_peer.py client --url "$SERVER_URL" --testcase "$TESTCASE"
+    ;;
+*)
+    say "ROLE must be server or client, not $ROLE"
+    exit 2
+    ;;
+esac
