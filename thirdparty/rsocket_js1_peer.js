@@ -203,8 +203,9 @@ if (options.role === "server") {
     process.exit(1);
   });
 } else if (options.role === "client") {
+  // 1.0.0-alpha.3's requester throws "Method not implemented." from metadataPush: no such case.
   common.runClient(options.testcase, (fragmentSize) => connect(options.url, fragmentSize),
-    { label: LABEL, fragments: true });
+    { label: LABEL, fragments: true, unsupported: ["metadata-push"] });
 } else {
   console.log(`${LABEL}: usage: server --transport tcp|ws --port PORT | client --url URL --testcase NAME`);
   process.exit(2);

@@ -101,9 +101,9 @@ const CASES = {
 
 // Runs case NAME with a socket from CONNECT(fragmentSize) and ends the process with the contract's
 // exit code: 0 done, 127 unsupported, 1 failed.
-async function runClient(name, connect, { label, fragments }) {
+async function runClient(name, connect, { label, fragments, unsupported = [] }) {
   const run = CASES[name];
-  if (!run || (name === "fragmented" && !fragments)) {
+  if (!run || (name === "fragmented" && !fragments) || unsupported.includes(name)) {
     console.log(`${label}: unsupported test case ${JSON.stringify(name)}`);
     process.exit(UNSUPPORTED);
   }
