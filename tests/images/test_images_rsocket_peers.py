@@ -1,0 +1,239 @@
+"""Third-party RSocket implementations as images: rsocket-py 0.4.20, rsocket-js 0.0.27 and
+rsocket-js 1.0.0-alpha.3, each behind a peer program of ours, both roles, TCP and WebSocket.
+
+Every peer server is driven by the reference client (reference_impl/rsocket/client_cases.py) and
+every peer client runs against the reference server. The outcome tables below are what the
+libraries do: each failure is a finding of docs/findings/rsocket.md, with its wire bytes checked
+here from hand-written frames, so a library that changes its behaviour fails this test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import threading
+import time
+import tomllib
+from pathlib import Path
+from typing import Iterator
+
+import docker
+import pytest
+
+from conformance.images.build import build_peer_images
+from conformance.images.container import ContainerTarget, check_unsupported_answer, free_port, run_client
+from conformance.images.layout import LABEL_PROTOCOLS, LABEL_ROLES, LABEL_VERSION
+from conformance.images.packages import PackageSet
+from conformance.images.thirdparty import PEERS, available_peers, peer_hash
+from reference_impl.rsocket.client_cases import CASES, run_case
+from reference_impl.rsocket.server import start_server
+
+ROOT = Path(__file__).resolve().parents[2]
+RSOCKET_PEERS = ("rsocket-py", "rsocket-js-0.0", "rsocket-js-1.0")
+ALL_PASS = dict.fromkeys(CASES, 0)
+
+# What the reference client sees of each peer's server (exit codes of client_cases.run_case).
+SERVER_OUTCOMES = {
+    "rsocket-py": ALL_PASS,
+    # F-JS0-1: the 0.0.27 responder drops the metadata of every PAYLOAD it sends (M never set)
+    "rsocket-js-0.0": {**ALL_PASS, "request-response": 1, "fragmented": 1},
+    # F-JS1-1: a METADATA_PUSH ends the connection (the frame decoder throws)
+    "rsocket-js-1.0": {**ALL_PASS, "metadata-push": 1},
+}
+# Each peer's client against the reference server (exit codes of the client image).
+CLIENT_OUTCOMES = {
+    "rsocket-py": ALL_PASS,
+    # F-JS0-2: 0.0.27 sends METADATA_PUSH with M clear; 0.0.x does not fragment what it sends (127)
+    "rsocket-js-0.0": {**ALL_PASS, "metadata-push": 1, "fragmented": 127},
+    # 1.0.0-alpha.3's requester throws "Method not implemented." from metadataPush (127)
+    "rsocket-js-1.0": {**ALL_PASS, "metadata-push": 127},
+}
+
+# Frames written by hand from Protocol.md's layouts (TCP: each behind its 24-bit length).
+SETUP = bytes.fromhex("00000000" "0400" "0001" "0000" "00002710" "00007530"
+                      "0a") + b"text/plain" + b"\x0a" + b"text/plain"
+REQUEST_RESPONSE_WITH_METADATA = bytes.fromhex("00000001" "1100" "000004") + b"meta" + b"echo:hello"
+METADATA_PUSH = bytes.fromhex("00000000" "3100") + b"abc"  # type 0x0C, M set (Metadata always present)
+REQUEST_RESPONSE_ECHO = bytes.fromhex("00000003" "1000") + b"echo:after"  # type 0x04, no flags
+
+
+def tcp(frame: bytes) -> bytes:
+    return len(frame).to_bytes(3, "big") + frame
+
+
+def _python_pin(name: str) -> str:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = [r for extra in project["optional-dependencies"].values() for r in extra if r.startswith(f"{name}==")]
+    assert len(pins) == 1, pins
+    return pins[0].split("==")[1]
+
+
+def test_every_rsocket_peer_has_its_program_entrypoint_and_pinned_library() -> None:
+    peers = {p.name: p for p in available_peers(ROOT, ["rsocket"])}
+    assert set(peers) == set(RSOCKET_PEERS)
+    for peer in peers.values():
+        assert peer.entrypoint.is_file() and set(peer.roles) == {"server", "client"}
+    assert peers["rsocket-py"].version == _python_pin("rsocket")
+    assert f"rsocket=={peers['rsocket-py'].version}" in (ROOT / "constraints.txt").read_text().splitlines()
+    for name in ("rsocket-js-0.0", "rsocket-js-1.0"):
+        peer = peers[name]
+        lock = json.loads((peer.npm_dir / "package-lock.json").read_text())
+        modules = lock["packages"]
+        # every rsocket module in the lock is the version the image declares, with its integrity hash
+        rsocket_modules = {k: v for k, v in modules.items() if k.startswith("node_modules/rsocket-")}
+        assert {"node_modules/rsocket-core", "node_modules/rsocket-tcp-server", "node_modules/rsocket-tcp-client",
+                "node_modules/rsocket-websocket-server", "node_modules/rsocket-websocket-client"} <= set(rsocket_modules)
+        assert {v["version"] for v in rsocket_modules.values()} == {peer.version}
+        assert all(v.get("integrity", "").startswith("sha512-") for v in modules.values() if v.get("version"))
+
+
+def test_node_peer_hash_follows_its_lock_program_and_debs(tmp_path: Path) -> None:
+    peer = next(p for p in PEERS if p.name == "rsocket-js-1.0")
+    for path in peer.files:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text((ROOT / path).read_text())
+    packages = PackageSet(tmp_path, {"pyzmq-27.3.0-cp311-cp311-manylinux_2_28_x86_64.whl": "a" * 64})
+    debs = PackageSet(tmp_path, {"nodejs_18.20.4+dfsg-1~deb12u3_amd64.deb": "b" * 64})
+    first = peer_hash(peer, "base", packages, tmp_path, debs)
+    assert peer_hash(peer, "base", PackageSet(tmp_path, {}), tmp_path, debs) == first  # wheels: not its inputs
+    assert peer_hash(peer, "base", packages, tmp_path, PackageSet(tmp_path, {"x.deb": "c" * 64})) != first
+    (tmp_path / peer.files[1]).write_text((ROOT / peer.files[1]).read_text() + "\n// changed\n")
+    assert peer_hash(peer, "base", packages, tmp_path, debs) != first
+
+
+@pytest.fixture(scope="session")
+def rsocket_images(docker_engine: docker.DockerClient, project_snapshot: Path) -> dict[str, str]:
+    """peer name -> image (built once, then reused by content hash)."""
+    outcomes = build_peer_images(list(RSOCKET_PEERS), project_dir=project_snapshot, log=print)
+    return dict(zip(RSOCKET_PEERS, [o.what for o in outcomes[-len(RSOCKET_PEERS):]]))
+
+
+@pytest.fixture(scope="module")
+def reference_servers() -> Iterator[dict[str, str]]:
+    """The reference RSocket server on TCP and WebSocket, on a loop of its own (the clients are containers)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    servers = {t: asyncio.run_coroutine_threadsafe(start_server(transport=t), loop).result(10)
+               for t in ("tcp", "websocket")}
+    yield {("ws" if t == "websocket" else t): s.url for t, s in servers.items()}
+    for server in servers.values():
+        asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", RSOCKET_PEERS)
+def test_peer_image_labels_and_unsupported_answer(rsocket_images: dict[str, str], name: str) -> None:
+    image = rsocket_images[name]
+    labels = docker.from_env().images.get(image).labels
+    peer = next(p for p in PEERS if p.name == name)
+    assert labels[LABEL_PROTOCOLS] == "rsocket" and labels[LABEL_ROLES] == "server,client"
+    assert labels[LABEL_VERSION] == peer.version
+    check_unsupported_answer(image, "rsocket")
+    check_unsupported_answer(image, "stmp")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("transport", ["tcp", "ws"])
+@pytest.mark.parametrize("name", RSOCKET_PEERS)
+def test_peer_server_against_the_reference_client(rsocket_images: dict[str, str], name: str, transport: str) -> None:
+    with ContainerTarget(rsocket_images[name], "rsocket", transport=transport) as target:
+        outcomes = {case: asyncio.run(run_case(case, target.url, log=print)) for case in CASES}
+        logs = target.logs()
+    assert outcomes == SERVER_OUTCOMES[name], logs[-3000:]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", RSOCKET_PEERS)
+def test_peer_client_against_the_reference_server(rsocket_images: dict[str, str], reference_servers: dict[str, str],
+                                                  name: str) -> None:
+    outcomes, logs = {}, []
+    for case in CASES:
+        outcomes[case], log = run_client(rsocket_images[name], "rsocket", case, reference_servers["tcp"], timeout=60)
+        logs.append(log)
+    assert outcomes == CLIENT_OUTCOMES[name], "\n".join(logs)[-3000:]
+    # WebSocket: one case that sends and receives on a stream both ways
+    code, log = run_client(rsocket_images[name], "rsocket", "channel", reference_servers["ws"], timeout=60)
+    assert code == 0, log
+
+
+def _exchange(port: int, frames: list[bytes], wait: float = 1.5) -> tuple[list[bytes], bool]:
+    """Sends FRAMES (TCP framing) and returns the frames received within WAIT, and whether the peer closed."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        for frame in frames:
+            conn.sendall(tcp(frame))
+            time.sleep(0.1)
+        conn.settimeout(wait)
+        data, closed = b"", False
+        try:
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    closed = True
+                    break
+                data += chunk
+        except (socket.timeout, ConnectionResetError) as exc:
+            closed = isinstance(exc, ConnectionResetError)
+    received = []
+    while len(data) >= 3:
+        size = int.from_bytes(data[:3], "big")
+        received.append(data[3:3 + size])
+        data = data[3 + size:]
+    return received, closed
+
+
+@pytest.mark.docker
+def test_finding_js0_payload_drops_metadata(rsocket_images: dict[str, str]) -> None:
+    """F-JS0-1: the answer to echo:hello with metadata "meta" is PAYLOAD(N|C) "hello" without M."""
+    with ContainerTarget(rsocket_images["rsocket-js-0.0"], "rsocket") as target:
+        received, _ = _exchange(target.port, [SETUP, REQUEST_RESPONSE_WITH_METADATA])
+    assert received == [bytes.fromhex("00000001" "2860") + b"hello"]  # flags 0x60: N|C, no M (0x100)
+
+
+@pytest.mark.docker
+def test_finding_js1_metadata_push_ends_the_connection(rsocket_images: dict[str, str]) -> None:
+    """F-JS1-1: a well-formed METADATA_PUSH closes the connection; the request after it is never answered."""
+    with ContainerTarget(rsocket_images["rsocket-js-1.0"], "rsocket") as target:
+        before, _ = _exchange(target.port, [SETUP, REQUEST_RESPONSE_ECHO])
+        after, closed = _exchange(target.port, [SETUP, METADATA_PUSH, REQUEST_RESPONSE_ECHO])
+    assert before == [bytes.fromhex("00000003" "2860") + b"after"]  # the same request, without METADATA_PUSH
+    assert after == [] and closed
+
+
+@pytest.mark.docker
+def test_finding_js0_client_metadata_push_without_m(rsocket_images: dict[str, str]) -> None:
+    """F-JS0-2: rsocket-js 0.0.27's client sends METADATA_PUSH with flags 0: M clear."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", free_port()))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    client = subprocess.Popen(["docker", "run", "--rm", "--network", "host", "-e", "PROTOCOL=rsocket", "-e",
+                               "ROLE=client", "-e", "TESTCASE=metadata-push", "-e",
+                               f"SERVER_URL=tcp://127.0.0.1:{port}", rsocket_images["rsocket-js-0.0"]],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        listener.settimeout(30)
+        conn, _ = listener.accept()
+        conn.settimeout(3)
+        data = b""
+        try:
+            while len(data) < 3 or len(data) < 3 + int.from_bytes(data[:3], "big") + 3 + 6:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except socket.timeout:
+            pass
+        conn.close()
+    finally:
+        listener.close()
+        client.wait(30)
+    setup_size = int.from_bytes(data[:3], "big")
+    assert data[3:9] == bytes.fromhex("00000000" "0400")  # SETUP first
+    push = data[3 + setup_size + 3:]
+    assert push[:6] == bytes.fromhex("00000000" "3000"), push.hex()  # METADATA_PUSH, flags 0: no M
+    assert push[6:].startswith(b"push-")
