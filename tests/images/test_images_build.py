@@ -40,10 +40,11 @@ def test_mirror_ignores_files_apt_ignores(tmp_path: Path) -> None:
     assert debian_mirror(tmp_path) == "http://b.invalid/debian"
 
 
-def test_image_requirements_are_runtime_deps_plus_pyzmq_only() -> None:
+def test_image_requirements_are_runtime_deps_plus_the_python_peers_libraries_only() -> None:
     requirements = image_requirements(CHECKOUT / "pyproject.toml")
     names = {r.split(">")[0].split("=")[0].split("[")[0] for r in requirements}
-    assert {"pytest", "pyyaml", "websockets", "pynacl", "pyzmq"} <= names
+    assert {"pytest", "pyyaml", "websockets", "pynacl", "pyzmq", "rsocket"} <= names
+    assert "rsocket==0.4.20" in requirements  # the third-party version under test, exactly
     assert not names & {"docker", "testcontainers", "pyspark"}
 
 
