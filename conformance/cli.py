@@ -283,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("report", help="compliance reports from result records (PySpark): report --help")
     sub.add_parser("images", help="build and list implementation images: images --help")
     sub.add_parser("matrix", help="every image x protocol x case, re-running failed pairs: matrix --help")
+    sub.add_parser("interop", help="every client x every server implementation through the checking proxy: "
+                                   "interop --help")
     return parser
 
 
@@ -291,12 +293,14 @@ def _delegated(name: str):
         from reports.cli import main
     elif name == "images":
         from conformance.images.cli import main
+    elif name == "interop":
+        from conformance.images.interop import main
     else:
         from conformance.images.matrix import main
     return main
 
 
-DELEGATED = ("report", "images", "matrix")
+DELEGATED = ("report", "images", "matrix", "interop")
 
 
 def _run_delegated(name: str, argv: list[str]) -> int:

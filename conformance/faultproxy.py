@@ -18,7 +18,7 @@ import asyncio
 import random
 import socket
 import time
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from conformance.wirelog import WireLog
@@ -37,6 +37,10 @@ class FaultProxy:
         self._tasks: set[asyncio.Task] = set()
         #: set when the proxy could not reach the target: the case is ERROR, whatever the suite saw
         self.upstream_error: str | None = None
+        #: called with ("to-target" | "from-target", bytes) for every read it forwards, before any fault:
+        #: what each side really sent (the interop matrix checks it frame by frame); b"" when that side
+        #: closed its end
+        self.tap: Callable[[str, bytes], None] | None = None
 
     @classmethod
     async def start(cls, target_url: str, options: dict[str, Any], log: WireLog | None = None,
@@ -107,6 +111,8 @@ class FaultProxy:
         forwarded = 0
         try:
             async for data in reads:
+                if self.tap is not None:
+                    self.tap(direction, data)
                 for piece in (self._pieces(data) if faulty else (data,)):
                     if cut is not None and forwarded + len(piece) >= cut:
                         writer.write(piece[:cut - forwarded])
@@ -121,6 +127,8 @@ class FaultProxy:
                     if chunked:
                         # a pause, even a tiny one, lets each piece leave as its own segment
                         await asyncio.sleep(delay or 0.0005)
+            if self.tap is not None:
+                self.tap(direction, b"")
             if writer.can_write_eof():
                 writer.write_eof()
         except (OSError, asyncio.CancelledError):

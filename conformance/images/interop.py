@@ -1,0 +1,308 @@
+"""`conformance interop PROTOCOL`: every client implementation against every server implementation,
+in the way of the QUIC interop runner, through the suite's proxy, which checks every frame.
+
+    conformance interop rsocket [--out out/interop] [--image IMAGE ...] [--case NAME ...] [--build]
+
+The implementations are the reference (in-process) and every local image labelled
+conformance.protocols with PROTOCOL (docs/image-contract.md; conformance.roles says which roles
+it plays). For each pair (client, server) the server starts, a FaultProxy with no fault stands in
+front of it, and the client runs each client-role case against the proxy (the image contract's
+ROLE=client, TESTCASE, SERVER_URL). The proxy hands every byte of both directions to the
+protocol's wire monitor, which decodes each frame with the codec and checks the rules a sender
+must keep, so a case's verdict names the side that broke the spec:
+
+    passed             the client exited 0 and no frame broke a rule
+    unsupported        the client exited 127 (and no frame broke a rule)
+    client-broke-spec  a frame the client sent broke a rule (server-broke-spec, both-broke-spec)
+    failed             the client's checks failed (exit 1) and no frame broke a rule: the two
+                       disagree on something the wire rules do not cover; the client's log says what
+    error              the pair could not run (a server that did not start, a client that hung)
+
+OUT/interop.json holds implementations, cases and, per pair and case, the verdict, violations,
+exit code and the path of its wire log (OUT/wire/<client>--<server>/<case>.log: the bytes of both
+directions, the violations and the client's output). OUT/interop.html is the client x server
+table; the same table is printed. TCP only: the monitor reads TCP framing. Exit 0 when every
+pair ran (findings are results), 1 when a pair hit an error, 2 when nothing could run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from conformance.images.implementations import Implementation
+from conformance.images.layout import THIRDPARTY_PREFIX
+
+REFERENCE = "reference"
+CLIENT_TIMEOUT = 60.0
+SETTLE_SECONDS = 0.3  # bytes still crossing the proxy when the client exits
+SIDES = {"to-target": "client", "from-target": "server"}
+
+
+@dataclass(frozen=True)
+class InteropProtocol:
+    """What the runner needs of a protocol: its client-role cases, the in-process reference server
+    and client, and a wire monitor (feed(side, bytes), .violations with .side and str())."""
+    cases: tuple[str, ...]
+    start_reference_server: Callable[[], Awaitable[Any]]  # an object with .url and async .close()
+    run_reference_client: Callable[[str, str, Callable[[str], None]], Awaitable[int]]
+    monitor: Callable[[], Any]
+    side_of: Callable[[str], Any]  # "client" / "server" -> the monitor's side
+
+
+def _rsocket() -> InteropProtocol:
+    from reference_impl.rsocket.client_cases import CASES, run_case
+    from reference_impl.rsocket.monitor import Side, WireMonitor
+    from reference_impl.rsocket.server import start_server
+    return InteropProtocol(cases=tuple(CASES), start_reference_server=start_server,
+                           run_reference_client=lambda case, url, log: run_case(case, url, log=log),
+                           monitor=WireMonitor, side_of=lambda name: Side(name))
+
+
+# One entry per protocol with two or more implementations and a wire monitor.
+PROTOCOLS: dict[str, Callable[[], InteropProtocol]] = {"rsocket": _rsocket}
+
+
+@dataclass
+class CaseResult:
+    case: str
+    verdict: str
+    exit_code: int | None
+    violations: list[str]
+    seconds: float
+    wire: str  # path of the wire log, relative to OUT
+    detail: str = ""
+
+    def as_json(self) -> dict:
+        return {"case": self.case, "verdict": self.verdict, "exitCode": self.exit_code,
+                "violations": self.violations, "seconds": round(self.seconds, 2), "wire": self.wire,
+                "detail": self.detail}
+
+
+def case_verdict(exit_code: int | None, violation_sides: set[str], error: str | None = None) -> str:
+    if error is not None:
+        return "error"
+    if violation_sides:
+        return "both-broke-spec" if len(violation_sides) > 1 else f"{violation_sides.pop()}-broke-spec"
+    if exit_code == 0:
+        return "passed"
+    if exit_code == 127:
+        return "unsupported"
+    return "failed"
+
+
+PAIR_ORDER = ("error", "both-broke-spec", "server-broke-spec", "client-broke-spec", "failed", "passed",
+              "unsupported")
+
+
+def pair_verdict(verdicts: list[str]) -> str:
+    """The worst case verdict; a pair whose every case is unsupported is unsupported."""
+    if not verdicts:
+        return "unsupported"
+    if all(v == "unsupported" for v in verdicts):
+        return "unsupported"
+    present = [v for v in PAIR_ORDER if v in verdicts and v != "unsupported"]
+    if "both-broke-spec" not in present and {"server-broke-spec", "client-broke-spec"} <= set(present):
+        return "both-broke-spec"
+    return present[0]
+
+
+def implementations(protocol: str, images: list[str]) -> list[Implementation]:
+    """The reference, then the images (given, or every labelled one) that implement PROTOCOL."""
+    from conformance.images.engine import docker_client
+    from conformance.images.implementations import discover, explicit
+    reference = Implementation(name=REFERENCE, image="", kind="reference", protocols=(protocol,))
+    client = docker_client(timeout=60)
+    try:
+        found = [explicit(client, spec) for spec in images] if images else discover(client)
+    finally:
+        client.close()
+    # a reference image is the in-process reference again; third-party images go by their peer's name
+    return [reference] + [replace(impl, name=impl.name.removeprefix(THIRDPARTY_PREFIX))
+                          for impl in found if protocol in impl.protocols and impl.kind != "reference"]
+
+
+class _Server:
+    def __init__(self, impl: Implementation, proto: InteropProtocol, protocol: str) -> None:
+        self.impl, self.proto, self.protocol = impl, proto, protocol
+        self.url = ""
+        self._reference = None
+        self._container = None
+
+    async def __aenter__(self) -> "_Server":
+        if self.impl.kind == "reference":
+            self._reference = await self.proto.start_reference_server()
+            self.url = self._reference.url
+        else:
+            from conformance.images.container import ContainerTarget
+            self._container = ContainerTarget(self.impl.image, self.protocol)
+            await asyncio.to_thread(self._container.start)
+            self.url = self._container.url
+        return self
+
+    def logs(self) -> str:
+        return self._container.logs() if self._container is not None else ""
+
+    async def __aexit__(self, *exc) -> None:
+        if self._reference is not None:
+            await self._reference.close()
+        if self._container is not None:
+            await asyncio.to_thread(self._container.stop)
+
+
+async def _run_client(impl: Implementation, proto: InteropProtocol, protocol: str, case: str,
+                      url: str) -> tuple[int | None, str]:
+    if impl.kind == "reference":
+        lines: list[str] = []
+        code = await proto.run_reference_client(case, url, lines.append)
+        return code, "\n".join(lines)
+    from conformance.images.container import ContainerTimeoutError, run_client
+    try:
+        return await asyncio.to_thread(run_client, impl.image, protocol, case, url, timeout=CLIENT_TIMEOUT)
+    except ContainerTimeoutError as exc:
+        return None, str(exc)
+
+
+async def run_case(client: Implementation, server: _Server, proto: InteropProtocol, protocol: str, case: str,
+                   out: Path, wire_path: Path) -> CaseResult:
+    from conformance.faultproxy import FaultProxy
+    from conformance.wirelog import WireLog
+    started = time.monotonic()
+    monitor = proto.monitor()
+    log = WireLog()
+
+    closed: list[str] = []  # the sides that closed their end, in order
+
+    def tap(direction: str, data: bytes) -> None:
+        if not data:
+            closed.append(SIDES[direction])
+            log.note(f"the {SIDES[direction]} closed its end of the connection")
+            return
+        (log.sent if direction == "to-target" else log.received)(data)
+        for violation in monitor.feed(proto.side_of(SIDES[direction]), data):
+            log.note(f"VIOLATION {violation}")
+
+    proxy = await FaultProxy.start(server.url, {}, log)
+    proxy.tap = tap
+    error = None
+    try:
+        code, client_log = await _run_client(client, proto, protocol, case, proxy.url_for(server.url))
+        await asyncio.sleep(SETTLE_SECONDS)
+    finally:
+        await proxy.close()
+    if code is None:
+        error = "the client did not exit in time"
+    elif proxy.upstream_error:
+        error = proxy.upstream_error
+    sides = {v.side.value for v in monitor.violations}
+    verdict = case_verdict(code, set(sides), error)
+    violations = [str(v) for v in monitor.violations]
+    wire_path.parent.mkdir(parents=True, exist_ok=True)
+    wire_path.write_text(
+        f"interop {protocol}: client {client.name} x server {server.impl.name}, case {case}\n"
+        f"verdict: {verdict}; client exit code: {code}\n"
+        + "".join(f"violation: {v}\n" for v in violations)
+        + "\n--- wire (>> client to server, << server to client) ---\n" + log.render()
+        + "\n--- client output ---\n" + client_log[-20000:] + "\n")
+    detail = error or next((line for line in reversed(client_log.splitlines()) if "FAILED" in line), "")
+    if verdict == "failed" and closed[:1] == ["server"]:
+        # not a frame, so no rule of the monitor: said beside the client's own words
+        detail = f"the server closed the connection first; {detail}"
+    return CaseResult(case, verdict, code, violations, time.monotonic() - started,
+                      str(wire_path.relative_to(out)), detail[:500])
+
+
+async def run_pair(client: Implementation, server_impl: Implementation, proto: InteropProtocol, protocol: str,
+                   cases: list[str], out: Path) -> dict:
+    started = time.monotonic()
+    results: list[CaseResult] = []
+    folder = out / "wire" / f"{client.name}--{server_impl.name}"
+    try:
+        async with _Server(server_impl, proto, protocol) as server:
+            for case in cases:
+                results.append(await run_case(client, server, proto, protocol, case, out, folder / f"{case}.log"))
+            server_logs = server.logs()
+    except Exception as exc:  # a server that did not start: every case of the pair is an error
+        detail = f"{type(exc).__name__}: {exc}"
+        results = [CaseResult(case, "error", None, [], 0.0, "", detail[:500]) for case in cases]
+        server_logs = ""
+    if server_logs:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "server.log").write_text(server_logs[-200000:])
+    return {"client": client.name, "server": server_impl.name,
+            "verdict": pair_verdict([r.verdict for r in results]),
+            "cases": [r.as_json() for r in results], "seconds": round(time.monotonic() - started, 1)}
+
+
+def run_interop(protocol: str, impls: list[Implementation], out: Path, cases: list[str] | None = None,
+                log: Callable[[str], None] = print) -> dict:
+    proto = PROTOCOLS[protocol]()
+    chosen = list(cases or proto.cases)
+    clients = [impl for impl in impls if "client" in impl.roles]
+    servers = [impl for impl in impls if "server" in impl.roles]
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    pairs = []
+    for client in clients:
+        for server in servers:
+            pair = asyncio.run(run_pair(client, server, proto, protocol, chosen, out))
+            log(f"{client.name:>22} x {server.name:<22} {pair['verdict']:<18} ({pair['seconds']:.0f}s)")
+            pairs.append(pair)
+    document = {"protocol": protocol, "transport": "tcp", "cases": chosen,
+                "implementations": [impl.as_json() for impl in impls],
+                "clients": [c.name for c in clients], "servers": [s.name for s in servers],
+                "pairs": pairs, "seconds": round(time.monotonic() - started, 1)}
+    (out / "interop.json").write_text(json.dumps(document, indent=1))
+    from conformance.images.matrix_report import interop_html
+    (out / "interop.html").write_text(interop_html(document))
+    return document
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    from conformance.images.engine import EngineUnavailableError
+    from conformance.images.implementations import SelectionError
+    from conformance.images.matrix_report import print_interop_table
+    from conformance.images.results import ImageBuildError
+    if args.protocol not in PROTOCOLS:
+        print(f"conformance interop: no interop matrix for {args.protocol} (known: {', '.join(PROTOCOLS)})",
+              file=sys.stderr)
+        return 2
+    try:
+        if args.build:
+            from conformance.images.build import build_peer_images
+            from conformance.images.thirdparty import available_peers
+            names = [p.name for p in available_peers(protocols=[args.protocol])]
+            build_peer_images(names, log=lambda line: print(line, flush=True))
+        impls = implementations(args.protocol, args.images)
+    except (EngineUnavailableError, ImageBuildError, SelectionError) as exc:
+        print(f"conformance interop: {exc}", file=sys.stderr)
+        return 2
+    unknown = sorted(set(args.cases or []) - set(PROTOCOLS[args.protocol]().cases))
+    if unknown:
+        print(f"conformance interop: unknown case(s) {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    document = run_interop(args.protocol, impls, out, args.cases, log=lambda line: print(line, flush=True))
+    print_interop_table(document, out)
+    return 1 if any(pair["verdict"] == "error" for pair in document["pairs"]) else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="conformance interop", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("protocol", help=f"one of: {', '.join(PROTOCOLS)}")
+    parser.add_argument("--out", default="out/interop", help="folder for interop.json, interop.html and wire logs")
+    parser.add_argument("--image", action="append", dest="images", default=[], metavar="IMAGE",
+                        help="only this image beside the reference (repeatable); default: every local image "
+                             "labelled conformance.protocols with PROTOCOL")
+    parser.add_argument("--case", action="append", dest="cases", metavar="NAME",
+                        help="only this client-role case (repeatable)")
+    parser.add_argument("--build", action="store_true", help="build the protocol's third-party images first (cached)")
+    return parser
