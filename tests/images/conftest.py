@@ -11,7 +11,7 @@ import docker
 import pytest
 
 from conformance.images.base import ensure_base_image
-from conformance.images.build import build_images
+from conformance.images.build import build_images, build_peer_images
 from conformance.images.digest import combine, tag_of
 from conformance.images.engine import docker_client, engine_answers
 from conformance.images.layout import CHECKOUT
@@ -67,3 +67,12 @@ def shell_image(docker_engine: docker.DockerClient, base_image: str, tmp_path_fa
         return name
 
     return build
+
+
+@pytest.fixture(scope="session")
+def rsocket_images(docker_engine: docker.DockerClient, project_snapshot: Path) -> dict[str, str]:
+    """The RSocket third-party images: peer name -> image (built once, then reused by content hash)."""
+    from conformance.images.thirdparty import PEERS
+    names = [peer.name for peer in PEERS if "rsocket" in peer.protocols]
+    outcomes = build_peer_images(names, project_dir=project_snapshot, log=print)
+    return dict(zip(names, [o.what for o in outcomes[-len(names):]]))

@@ -22,7 +22,6 @@ from typing import Iterator
 import docker
 import pytest
 
-from conformance.images.build import build_peer_images
 from conformance.images.container import ContainerTarget, check_unsupported_answer, free_port, run_client
 from conformance.images.layout import LABEL_PROTOCOLS, LABEL_ROLES, LABEL_VERSION
 from conformance.images.packages import PackageSet
@@ -31,7 +30,7 @@ from reference_impl.rsocket.client_cases import CASES, run_case
 from reference_impl.rsocket.server import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
-RSOCKET_PEERS = ("rsocket-py", "rsocket-js-0.0", "rsocket-js-1.0")
+RSOCKET_PEERS = ("rsocket-py", "rsocket-js-0.0", "rsocket-js-1.0")  # the rsocket_images fixture (conftest.py)
 ALL_PASS = dict.fromkeys(CASES, 0)
 
 # What the reference client sees of each peer's server (exit codes of client_cases.run_case).
@@ -101,13 +100,6 @@ def test_node_peer_hash_follows_its_lock_program_and_debs(tmp_path: Path) -> Non
     assert peer_hash(peer, "base", packages, tmp_path, PackageSet(tmp_path, {"x.deb": "c" * 64})) != first
     (tmp_path / peer.files[1]).write_text((ROOT / peer.files[1]).read_text() + "\n// changed\n")
     assert peer_hash(peer, "base", packages, tmp_path, debs) != first
-
-
-@pytest.fixture(scope="session")
-def rsocket_images(docker_engine: docker.DockerClient, project_snapshot: Path) -> dict[str, str]:
-    """peer name -> image (built once, then reused by content hash)."""
-    outcomes = build_peer_images(list(RSOCKET_PEERS), project_dir=project_snapshot, log=print)
-    return dict(zip(RSOCKET_PEERS, [o.what for o in outcomes[-len(RSOCKET_PEERS):]]))
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,97 @@
+"""`conformance interop`: verdicts from exit codes and wire violations, the client x server table,
+and (with an engine) the RSocket matrix over the reference and the three third-party peers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main as cli_main
+from conformance.images.interop import case_verdict, implementations, pair_verdict, run_interop
+from conformance.images.matrix_report import interop_cell, interop_html, print_interop_table
+from conformance.images.thirdparty import PEERS
+
+RSOCKET_PEERS = [peer.name for peer in PEERS if "rsocket" in peer.protocols]
+
+
+def test_case_verdict_names_the_side_whose_frames_broke_a_rule() -> None:
+    assert case_verdict(0, set()) == "passed"
+    assert case_verdict(127, set()) == "unsupported"
+    assert case_verdict(1, set()) == "failed"
+    assert case_verdict(0, {"server"}) == "server-broke-spec"  # a client may pass its checks on a bad wire
+    assert case_verdict(127, {"client"}) == "client-broke-spec"  # 127 after a bad frame is no excuse
+    assert case_verdict(1, {"client", "server"}) == "both-broke-spec"
+    assert case_verdict(None, set(), "did not exit") == "error"
+
+
+def test_pair_verdict_is_the_worst_case() -> None:
+    assert pair_verdict(["passed", "unsupported"]) == "passed"
+    assert pair_verdict(["unsupported", "unsupported"]) == "unsupported"
+    assert pair_verdict(["passed", "failed", "client-broke-spec"]) == "client-broke-spec"
+    assert pair_verdict(["server-broke-spec", "client-broke-spec"]) == "both-broke-spec"
+    assert pair_verdict(["failed", "error"]) == "error"
+
+
+DOCUMENT = {
+    "protocol": "rsocket", "transport": "tcp", "cases": ["a", "b"], "clients": ["c1", "c2"], "servers": ["s1"],
+    "pairs": [
+        {"client": "c1", "server": "s1", "verdict": "passed", "cases": [
+            {"case": "a", "verdict": "passed", "violations": [], "detail": "", "wire": "wire/c1--s1/a.log"},
+            {"case": "b", "verdict": "unsupported", "violations": [], "detail": "", "wire": "wire/c1--s1/b.log"}]},
+        {"client": "c2", "server": "s1", "verdict": "client-broke-spec", "cases": [
+            {"case": "a", "verdict": "client-broke-spec", "violations": ["client broke <rule> (frame 1)"],
+             "detail": "", "wire": "wire/c2--s1/a.log"},
+            {"case": "b", "verdict": "passed", "violations": [], "detail": "", "wire": "wire/c2--s1/b.log"}]},
+    ]}
+
+
+def test_interop_table_text_and_html(capsys: pytest.CaptureFixture[str]) -> None:
+    assert interop_cell(DOCUMENT["pairs"][0]) == "passed 1/1"
+    assert interop_cell(DOCUMENT["pairs"][1]) == "CLIENT-BROKE-SPEC 1/2"
+    print_interop_table(DOCUMENT, Path("out"))
+    text = capsys.readouterr().out
+    assert "client \\ server" in text and "c2" in text and "client broke <rule> (frame 1)" in text
+    page = interop_html(DOCUMENT)
+    assert page.count("<tr>") == 3  # the header row and one row per client
+    assert "data-verdict='client-broke-spec'" in page and "href='wire/c2--s1/a.log'" in page
+    assert "&lt;rule&gt;" in page and "<rule>" not in page  # escaped
+
+
+def test_interop_command_refuses_a_protocol_without_a_matrix(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["interop", "stmp"]) == 2
+    assert "no interop matrix for stmp" in capsys.readouterr().err
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_rsocket_interop_fills_every_cell(rsocket_images: dict[str, str], tmp_path: Path) -> None:
+    impls = implementations("rsocket", list(rsocket_images.values()))
+    names = [impl.name for impl in impls]
+    assert names[0] == "reference" and sorted(names[1:]) == sorted(RSOCKET_PEERS)
+    document = run_interop("rsocket", impls, tmp_path, ["request-response", "metadata-push"])
+    cells = {(p["client"], p["server"]): {c["case"]: c["verdict"] for c in p["cases"]} for p in document["pairs"]}
+    assert len(cells) == 16 and all(len(v) == 2 for v in cells.values())
+    assert not [key for key, cases in cells.items() if "error" in cases.values()]
+    # the reference and rsocket-py agree with each other and themselves
+    for pair in [("reference", "reference"), ("reference", "rsocket-py"), ("rsocket-py", "reference"),
+                 ("rsocket-py", "rsocket-py")]:
+        assert cells[pair] == {"request-response": "passed", "metadata-push": "passed"}, pair
+    # F-JS0-2: the 0.0 client's METADATA_PUSH (M clear) is its fault, whatever the server
+    for server in names:
+        assert cells[("rsocket-js-0.0", server)]["metadata-push"] == "client-broke-spec"
+    # F-JS0-1: the 0.0 server drops metadata: no frame breaks a rule, the client's check fails
+    assert cells[("reference", "rsocket-js-0.0")]["request-response"] == "failed"
+    # F-JS1-1: the 1.0 server closes on METADATA_PUSH; the 1.0 client has no metadataPush (127)
+    assert cells[("reference", "rsocket-js-1.0")]["metadata-push"] == "failed"
+    assert cells[("rsocket-js-1.0", "reference")]["metadata-push"] == "unsupported"
+    pair = next(p for p in document["pairs"] if (p["client"], p["server"]) == ("reference", "rsocket-js-1.0"))
+    closing = next(c for c in pair["cases"] if c["case"] == "metadata-push")
+    assert closing["detail"].startswith("the server closed the connection first")
+    wire = (tmp_path / closing["wire"]).read_text()
+    # every frame the server was sent (SETUP, METADATA_PUSH with M set, ...) was valid; the log shows the close
+    assert closing["violations"] == [] and "bytes[" in wire
+    assert wire.index("the server closed its end") < wire.index("--- client output ---")
+    saved = json.loads((tmp_path / "interop.json").read_text())
+    assert saved["clients"] == names and (tmp_path / "interop.html").is_file()
