@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import subprocess
 import threading
 import time
 import tomllib
@@ -22,7 +21,7 @@ from typing import Iterator
 import docker
 import pytest
 
-from conformance.images.container import ContainerTarget, check_unsupported_answer, free_port, run_client
+from conformance.images.container import ContainerTarget, check_unsupported_answer, run_client, start_client
 from conformance.images.layout import LABEL_PROTOCOLS, LABEL_ROLES, LABEL_VERSION
 from conformance.images.packages import PackageSet
 from conformance.images.thirdparty import PEERS, available_peers, peer_hash
@@ -200,30 +199,24 @@ def test_finding_js1_metadata_push_ends_the_connection(rsocket_images: dict[str,
 def test_finding_js0_client_metadata_push_without_m(rsocket_images: dict[str, str]) -> None:
     """F-JS0-2: rsocket-js 0.0.27's client sends METADATA_PUSH with flags 0: M clear."""
     listener = socket.socket()
-    listener.bind(("127.0.0.1", free_port()))
+    listener.bind(("127.0.0.1", 0))
     listener.listen(1)
+    listener.settimeout(30)
     port = listener.getsockname()[1]
-    client = subprocess.Popen(["docker", "run", "--rm", "--network", "host", "-e", "PROTOCOL=rsocket", "-e",
-                               "ROLE=client", "-e", "TESTCASE=metadata-push", "-e",
-                               f"SERVER_URL=tcp://127.0.0.1:{port}", rsocket_images["rsocket-js-0.0"]],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = start_client(rsocket_images["rsocket-js-0.0"], "rsocket", "metadata-push", f"tcp://127.0.0.1:{port}")
     try:
-        listener.settimeout(30)
         conn, _ = listener.accept()
         conn.settimeout(3)
         data = b""
         try:
-            while len(data) < 3 or len(data) < 3 + int.from_bytes(data[:3], "big") + 3 + 6:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
+            while (chunk := conn.recv(65536)):
                 data += chunk
-        except socket.timeout:
+        except socket.timeout:  # the client waits for an answer that never comes: we have its frames
             pass
         conn.close()
     finally:
         listener.close()
-        client.wait(30)
+        client.remove()
     setup_size = int.from_bytes(data[:3], "big")
     assert data[3:9] == bytes.fromhex("00000000" "0400")  # SETUP first
     push = data[3 + setup_size + 3:]
