@@ -7,6 +7,7 @@ and keyed by the base image and the package name.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -35,9 +36,17 @@ def ensure_debs(client: docker.DockerClient, base_image: str, base_hash: str, pa
         status.write_bytes(client.containers.run(base_image, ["cat", "/var/lib/dpkg/status"], remove=True,
                                                  network_mode="none"))
         (partial / "partial").mkdir()
-        run_step(["apt-get", "install", "--download-only", "--yes", "--no-install-recommends", "--quiet",
-                  "-o", f"Dir::State::status={status}", "-o", f"Dir::Cache::archives={partial}", package],
-                 "apt-get --download-only")
+        download = ["apt-get", "install", "--download-only", "--yes", "--no-install-recommends", "--quiet",
+                    "-o", f"Dir::State::status={status}", "-o", f"Dir::Cache::archives={partial}", package]
+        try:
+            run_step(download, "apt-get --download-only")
+        except ImageBuildError as exc:
+            # a fresh machine (a CI container) may have no package lists yet: fetch them once and retry
+            if "Unable to locate package" not in str(exc) or os.geteuid() != 0:
+                raise
+            log("apt has no package lists: apt-get update")
+            run_step(["apt-get", "update", "--quiet"], "apt-get update")
+            run_step(download, "apt-get --download-only")
         for leftover in (status, partial / "partial", partial / "lock", partial / "lock-frontend"):
             if leftover.is_dir():
                 shutil.rmtree(leftover)

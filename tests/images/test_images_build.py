@@ -106,3 +106,34 @@ def test_cli_lists_the_built_images(stmp_image: str, capsys: pytest.CaptureFixtu
     assert images_cli.main(["list"]) == 0
     listing = capsys.readouterr().out
     assert stmp_image in listing and "conformance-base:" in listing
+
+
+def test_debs_fetch_updates_empty_package_lists_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from conformance.images import debs
+    from conformance.images.results import ImageBuildError
+    calls: list[list[str]] = []
+
+    def run_step(command: list[str], what: str) -> None:
+        calls.append(command[:2])
+        if command[1] == "install" and len(calls) == 1:
+            raise ImageBuildError("apt-get --download-only failed (100):\nE: Unable to locate package nodejs")
+        if command[1] == "install":
+            archives = next(c.split("=", 1)[1] for c in command if c.startswith("Dir::Cache::archives="))
+            (Path(archives) / "nodejs_18_amd64.deb").write_bytes(b"deb")
+
+    class Containers:
+        @staticmethod
+        def run(*args, **kwargs) -> bytes:
+            return b"Package: base-files\nStatus: install ok installed\n"
+
+    class Client:
+        containers = Containers()
+
+    monkeypatch.setenv("CONFORMANCE_IMAGE_CACHE", str(tmp_path))
+    monkeypatch.setattr(debs, "run_step", run_step)
+    monkeypatch.setattr(debs.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(debs.shutil, "which", lambda name: "/usr/bin/" + name)
+    found, _ = debs.ensure_debs(Client(), "base:1", "hash", "nodejs", cache_name="node-debs", force=False,
+                                log=lambda line: None)
+    assert calls == [["apt-get", "install"], ["apt-get", "update"], ["apt-get", "install"]]
+    assert list(found.wheels) == ["nodejs_18_amd64.deb"]
