@@ -186,6 +186,18 @@ def test_finding_js0_payload_drops_metadata(rsocket_images: dict[str, str]) -> N
 
 
 @pytest.mark.docker
+def test_finding_py_empty_payload_loses_next(rsocket_images: dict[str, str]) -> None:
+    """F-PY-1: echoing an empty PAYLOAD(N) on a channel, rsocket-py sends PAYLOAD with neither N nor C."""
+    channel = bytes.fromhex("00000001" "1c00" "00000002") + b"a"  # REQUEST_CHANNEL n=2 "a"
+    empty_next = bytes.fromhex("00000001" "2820")  # PAYLOAD N, no data, no metadata
+    with ContainerTarget(rsocket_images["rsocket-py"], "rsocket") as target:
+        received, _ = _exchange(target.port, [SETUP, channel, empty_next])
+    assert received == [bytes.fromhex("00000001" "2000" "00000002"),  # REQUEST_N 2: the credit passed through
+                        bytes.fromhex("00000001" "2820") + b"a",  # the echo of "a"
+                        bytes.fromhex("00000001" "2800")]  # the empty echo: flags 0, neither N nor C
+
+
+@pytest.mark.docker
 def test_finding_js1_metadata_push_ends_the_connection(rsocket_images: dict[str, str]) -> None:
     """F-JS1-1: a well-formed METADATA_PUSH closes the connection; the request after it is never answered."""
     with ContainerTarget(rsocket_images["rsocket-js-1.0"], "rsocket") as target:
