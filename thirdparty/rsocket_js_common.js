@@ -77,9 +77,10 @@ const CASES = {
     check(items.join(",") === "0,1,2,3,4,5,6,7,8,9", `range:10 in batches of 3 gave [${items}]`);
   },
   channel: async (socket) => {
-    const sent = ["a", "b", "c", "d"];
+    // the empty one still carries N ("0 length data can be considered a valid PAYLOAD")
+    const sent = ["a", "", "c", "d"];
     const items = (await socket.requestChannel(sent.map((s) => Buffer.from(s)), 2)).map(text);
-    check(items.join(",") === sent.join(","), `the channel echoed [${items}] for [${sent}]`);
+    check(JSON.stringify(items) === JSON.stringify(sent), `the channel echoed ${JSON.stringify(items)} for ${JSON.stringify(sent)}`);
   },
   fnf: async (socket) => {
     const token = `token-${process.pid}-${Date.now()}`;

@@ -191,7 +191,7 @@ async def case_stream(client: AwaitableRSocket) -> None:
 
 
 async def case_channel(client: AwaitableRSocket) -> None:
-    sent = [b"a", b"b", b"c", b"d"]
+    sent = [b"a", b"", b"c", b"d"]  # the empty one still carries N
     rest = StreamFromGenerator(lambda: ((Payload(item), i == len(sent) - 2) for i, item in enumerate(sent[1:])))
     items = [p.data for p in await client.request_channel(Payload(sent[0]), rest, limit_rate=2)]
     check(items == sent, f"the channel echoed {items} for {sent}")

@@ -10,7 +10,9 @@ can be paired with any server:
 request-response  ``echo:hello`` with metadata ``meta`` comes back as ``hello``/``meta``;
                   ``error:boom`` fails with an ERROR whose data holds ``boom``
 stream            ``range:10`` asked for in batches of 3 gives ``0`` .. ``9``
-channel           ``a``, ``b``, ``c``, ``d`` sent as the server's credit allows come back in order
+channel           ``a``, an empty payload, ``c``, ``d`` sent as the server's credit allows come back
+                  in order (an empty PAYLOAD still carries N: "0 length data can be considered a
+                  valid PAYLOAD", Protocol.md, PAYLOAD Frame)
 fnf               ``fnf:<token>``, then ``last-fnf`` answers ``<token>``
 metadata-push     METADATA_PUSH ``<token>``, then ``last-metadata-push`` answers ``<token>``
 fragmented        a 40,000-byte echo with 3,000 bytes of metadata, sent in 1,024-byte fragments
@@ -73,7 +75,7 @@ async def stream(client: RSocketClient) -> None:
 
 
 async def channel(client: RSocketClient) -> None:
-    sent = [b"a", b"b", b"c", b"d"]
+    sent = [b"a", b"", b"c", b"d"]
     items = await client.request_channel(sent, batch=2)
     _check(items == sent, f"the channel echoed {items} for {sent}")
 
