@@ -47,3 +47,35 @@ def test_random_chunks_keep_every_byte_in_order() -> None:
 def test_cut_mid_stream() -> None:
     reads = asyncio.run(_reads_seen_by_server({"cut_after_bytes": 7}, b"0123456789"))
     assert b"".join(reads) == b"0123456"
+
+
+def test_tap_sees_what_each_side_sent_before_any_fault_and_each_close() -> None:
+    async def main() -> list[tuple[str, bytes]]:
+        async def echo(reader, writer):
+            while chunk := await reader.read(65536):
+                writer.write(chunk.upper())
+                await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(echo, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        proxy = await FaultProxy.start(f"tcp://127.0.0.1:{port}", {"chunk": 1, "direction": "both"})
+        seen: list[tuple[str, bytes]] = []
+        proxy.tap = lambda direction, data: seen.append((direction, data))
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"ping")
+        await writer.drain()
+        writer.write_eof()
+        answer = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+        await proxy.close()
+        server.close()
+        assert answer == b"PING"
+        return seen
+
+    seen = asyncio.run(main())
+    # the bytes as each side sent them (the fault re-chunks only what it forwards); b"" marks a close
+    sent = b"".join(data for direction, data in seen if direction == "to-target")
+    received = b"".join(data for direction, data in seen if direction == "from-target")
+    assert sent == b"ping" and received == b"PING"
+    assert [d for d, data in seen if data == b""] == ["to-target", "from-target"]
