@@ -5,19 +5,18 @@ only: RSocketServer with a request handler that runs the profile's test service
     python3 rsocket_py_peer.py server --transport tcp|ws --port PORT
     python3 rsocket_py_peer.py client --url tcp://127.0.0.1:PORT|ws://127.0.0.1:PORT/ --testcase NAME
 
-Written apart from reference_impl: it imports nothing of the project. The client-role cases are
-those of reference_impl/rsocket/client_cases.py (same names, same checks), so any client can be
-paired with any server. Exit codes follow the image contract: 0 done, 127 unsupported, 1 failed.
+Written apart from reference_impl: it imports nothing of the project. The client test cases are
+the profile's (request-response, stream, fnf, metadata-push) and, for the two names the profile
+reserves, the interop matrix's reading (channel, fragmented; reference_impl/rsocket/client_cases.py),
+so any client can be paired with any server. Exit codes follow the image contract: 0 done, 127 unsupported, 1 failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import sys
-import time
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -39,6 +38,7 @@ UNSUPPORTED = 127
 LABEL = "rsocket-py peer"
 FRAGMENT_SIZE = 1024
 FRAGMENTED_SIZE = 40_000
+SETTLE = 0.3  # fnf and METADATA_PUSH: let the written frame leave before the connection closes
 
 
 class Kept:
@@ -163,31 +163,14 @@ def check(condition: bool, message: str) -> None:
         raise CaseFailed(message)
 
 
-async def read_back(client: AwaitableRSocket, route: bytes, token: bytes) -> None:
-    seen = b""
-    for _ in range(20):
-        seen = (await client.request_response(Payload(route))).data
-        if seen == token:
-            return
-        await asyncio.sleep(0.1)
-    raise CaseFailed(f"{route.decode()} answered {seen!r}, not {token!r}")
-
-
 async def case_request_response(client: AwaitableRSocket) -> None:
-    answer = await client.request_response(Payload(b"echo:hello", b"meta"))
+    answer = await client.request_response(Payload(b"echo:hello"))
     check(answer.data == b"hello", f"echo:hello answered {answer.data!r}")
-    check(answer.metadata == b"meta", f"the echo's metadata came back as {answer.metadata!r}")
-    try:
-        answer = await client.request_response(Payload(b"error:boom"))
-    except Exception as exc:  # the library raises its RSocketApiError
-        check("boom" in str(exc), f"error:boom failed with {exc!r}")
-    else:
-        raise CaseFailed(f"error:boom was answered with a PAYLOAD {answer.data!r}, not an ERROR")
 
 
 async def case_stream(client: AwaitableRSocket) -> None:
-    items = [p.data for p in await client.request_stream(Payload(b"range:10"), limit_rate=3)]
-    check(items == [str(i).encode() for i in range(10)], f"range:10 in batches of 3 gave {items}")
+    items = [p.data for p in await client.request_stream(Payload(b"range:5"), limit_rate=2)]
+    check(items == [str(i).encode() for i in range(5)], f"range:5 in batches of 2 gave {items}")
 
 
 async def case_channel(client: AwaitableRSocket) -> None:
@@ -197,20 +180,14 @@ async def case_channel(client: AwaitableRSocket) -> None:
     check(items == sent, f"the channel echoed {items} for {sent}")
 
 
-def token(kind: str) -> bytes:
-    return f"{kind}-{os.getpid()}-{time.monotonic_ns()}".encode()
-
-
 async def case_fnf(client: AwaitableRSocket) -> None:
-    value = token("token")
-    await client.fire_and_forget(Payload(b"fnf:" + value))
-    await read_back(client, b"last-fnf", value)
+    await client.fire_and_forget(Payload(b"fnf:client"))
+    await asyncio.sleep(SETTLE)
 
 
 async def case_metadata_push(client: AwaitableRSocket) -> None:
-    value = token("push")
-    await client.metadata_push(value)
-    await read_back(client, b"last-metadata-push", value)
+    await client.metadata_push(b"client-metadata")
+    await asyncio.sleep(SETTLE)
 
 
 async def case_fragmented(client: AwaitableRSocket) -> None:

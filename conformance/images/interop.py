@@ -14,8 +14,9 @@ must keep, so a case's verdict names the side that broke the spec:
     passed             the client exited 0 and no frame broke a rule
     unsupported        the client exited 127 (and no frame broke a rule)
     client-broke-spec  a frame the client sent broke a rule (server-broke-spec, both-broke-spec)
-    failed             the client's checks failed (exit 1) and no frame broke a rule: the two
-                       disagree on something the wire rules do not cover; the client's log says what
+    failed             the client's checks failed (exit 1), or the server did not keep what a
+                       fire-and-forget or METADATA_PUSH sent (read back after the case), and no
+                       frame broke a rule: the two disagree on something the wire rules do not cover
     error              the pair could not run (a server that did not start, a client that hung)
 
 OUT/interop.json holds implementations, cases and, per pair and case, the verdict, violations,
@@ -54,15 +55,17 @@ class InteropProtocol:
     run_reference_client: Callable[[str, str, Callable[[str], None]], Awaitable[int]]
     monitor: Callable[[], Any]
     side_of: Callable[[str], Any]  # "client" / "server" -> the monitor's side
+    # after a case, straight to the server: None when it kept what the client sent, else what is wrong
+    server_check: Callable[[str, str], Awaitable[str | None]]
 
 
 def _rsocket() -> InteropProtocol:
-    from reference_impl.rsocket.client_cases import CASES, run_case
+    from reference_impl.rsocket.client_cases import CASES, run_case, server_kept
     from reference_impl.rsocket.monitor import Side, WireMonitor
     from reference_impl.rsocket.server import start_server
     return InteropProtocol(cases=tuple(CASES), start_reference_server=start_server,
                            run_reference_client=lambda case, url, log: run_case(case, url, log=log),
-                           monitor=WireMonitor, side_of=lambda name: Side(name))
+                           monitor=WireMonitor, side_of=lambda name: Side(name), server_check=server_kept)
 
 
 # One entry per protocol with two or more implementations and a wire monitor.
@@ -200,8 +203,14 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
         error = "the client did not exit in time"
     elif proxy.upstream_error:
         error = proxy.upstream_error
+    kept_wrong = await proto.server_check(case, server.url) if code == 0 and error is None else None
+    if kept_wrong:
+        log.note(f"server check: {kept_wrong}")
+        code_seen = 1  # the exchange did not do what the case is for, though the client could not tell
+    else:
+        code_seen = code
     sides = {v.side.value for v in monitor.violations}
-    verdict = case_verdict(code, set(sides), error)
+    verdict = case_verdict(code_seen, set(sides), error)
     violations = [str(v) for v in monitor.violations]
     wire_path.parent.mkdir(parents=True, exist_ok=True)
     wire_path.write_text(
@@ -210,7 +219,7 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
         + "".join(f"violation: {v}\n" for v in violations)
         + "\n--- wire (>> client to server, << server to client) ---\n" + log.render()
         + "\n--- client output ---\n" + client_log[-20000:] + "\n")
-    detail = error or next((line for line in reversed(client_log.splitlines()) if "FAILED" in line), "")
+    detail = error or kept_wrong or next((line for line in reversed(client_log.splitlines()) if "FAILED" in line), "")
     if verdict == "failed" and closed[:1] == ["server"]:
         # not a frame, so no rule of the monitor: said beside the client's own words
         detail = f"the server closed the connection first; {detail}"
