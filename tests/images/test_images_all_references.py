@@ -29,4 +29,9 @@ def test_full_matrix_every_reference_image_passes(docker_engine, tmp_path: Path)
         assert not pair["grades"].get("NON-STRICT"), (key, pair["grades"])
     third = pairs[("conformance-thirdparty-pyzmq-mc0", "mc0")]
     assert third["outcome"] in ("passed", "flaky", "failing") and sum(third["grades"].values()) >= 40
-    assert run.returncode == 0, run.stdout[-3000:]
+    for peer in ("rsocket-py", "rsocket-js-0.0", "rsocket-js-1.0"):  # graded, both roles
+        assert sum(pairs[(f"conformance-thirdparty-{peer}", "rsocket")]["grades"].values()) >= 40, peer
+    # a third-party library's findings are results (docs/findings/), not failures of the project
+    failing = sorted(key for key, pair in pairs.items() if pair["outcome"] == "failing")
+    assert all(name.startswith("conformance-thirdparty-") for name, _ in failing), failing
+    assert run.returncode == (1 if failing else 0), run.stdout[-3000:]
