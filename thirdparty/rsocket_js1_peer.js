@@ -17,9 +17,10 @@ const common = require("./rsocket_js_common");
 const LABEL = "rsocket-js 1.0 peer";
 const noExtension = () => {};
 
-function requestResponse(payload, responder) {
-  const { name, arg } = common.route(payload.data);
-  if (name === "echo") responder.onNext({ data: payload.data.subarray(5), metadata: payload.metadata }, true);
+function requestResponse(payload, responder, composite) {
+  const source = common.routeSource(payload, composite);
+  const { name, arg } = common.route(source);
+  if (name === "echo") responder.onNext({ data: source.subarray(5), metadata: payload.metadata }, true);
   else if (name === "error") responder.onError(new RSocketError(ErrorCodes.APPLICATION_ERROR, arg));
   else if (name === "last-fnf") responder.onNext({ data: common.kept.fnf }, true);
   else if (name === "last-metadata-push") responder.onNext({ data: common.kept.metadataPush }, true);
@@ -27,8 +28,8 @@ function requestResponse(payload, responder) {
   return { cancel() {}, onExtension: noExtension };
 }
 
-function requestStream(payload, initialRequestN, responder) {
-  const { name, arg } = common.route(payload.data);
+function requestStream(payload, initialRequestN, responder, composite) {
+  const { name, arg } = common.route(common.routeSource(payload, composite));
   const end = name === "range" ? common.rangeCount(arg) : null;
   const state = { next: 0, credit: initialRequestN, done: false };
   const pump = () => {
@@ -105,25 +106,30 @@ function requestChannel(payload, initialRequestN, isCompleted, responder) {
   };
 }
 
-const service = {
-  requestResponse,
-  requestStream,
-  requestChannel,
-  fireAndForget(payload) {
-    if (common.route(payload.data).name === "fnf") common.kept.fnf = Buffer.from(payload.data.subarray(4));
-    return { cancel() {} };
-  },
-  metadataPush(metadata) {
-    common.kept.metadataPush = Buffer.from(metadata || []);
-  },
-};
+// One per connection: routing by composite metadata applies when its SETUP negotiated it.
+function service(setup) {
+  const composite = setup.metadataMimeType === common.COMPOSITE_MIME;
+  return {
+    requestResponse: (payload, responder) => requestResponse(payload, responder, composite),
+    requestStream: (payload, n, responder) => requestStream(payload, n, responder, composite),
+    requestChannel,
+    fireAndForget(payload) {
+      const source = common.routeSource(payload, composite);
+      if (common.route(source).name === "fnf") common.kept.fnf = Buffer.from(source.subarray(4));
+      return { cancel() {} };
+    },
+    metadataPush(metadata) {
+      common.kept.metadataPush = Buffer.from(metadata || []);
+    },
+  };
+}
 
 async function serve(options) {
   const port = Number(options.port);
   const transport = options.transport === "ws"
     ? new WebsocketServerTransport({ host: "127.0.0.1", port, wsCreator: (opts) => new WebSocket.Server(opts) })
     : new TcpServerTransport({ listenOptions: { host: "127.0.0.1", port } });
-  const server = new RSocketServer({ transport, acceptor: { accept: async () => service } });
+  const server = new RSocketServer({ transport, acceptor: { accept: async (setup) => service(setup) } });
   await server.bind();
   console.log(`${LABEL}: serving the test service on ${options.transport || "tcp"} 127.0.0.1:${port}`);
 }

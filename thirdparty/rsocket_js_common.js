@@ -14,7 +14,7 @@ function parseArgs(argv) {
   return options;
 }
 
-// The route of a request is its data as UTF-8 (composite-metadata routing is not used by the peers).
+// The route of a request: its data (or routing tag, see routeSource) as UTF-8.
 function route(data) {
   const text = data ? data.toString("utf8") : "";
   for (const prefix of ["echo:", "error:", "range:", "fnf:"]) {
@@ -22,6 +22,44 @@ function route(data) {
   }
   if (["never", "last-fnf", "last-metadata-push"].includes(text)) return { name: text, arg: "" };
   return { name: "unknown", arg: text };
+}
+
+const COMPOSITE_MIME = "message/x.rsocket.composite-metadata.v0";
+const ROUTING_MIME = "message/x.rsocket.routing.v0";
+const ROUTING_ID = 0x7e;
+
+// The first routing tag of composite metadata (Extensions/CompositeMetadata.md, Routing.md), or
+// null: with composite metadata negotiated, the test service routes by it instead of the data.
+function routingTag(metadata) {
+  if (!metadata) return null;
+  try {
+    let pos = 0;
+    while (pos < metadata.length) {
+      const head = metadata[pos];
+      pos += 1;
+      let mime;
+      if (head & 0x80) {
+        mime = (head & 0x7f) === ROUTING_ID ? ROUTING_MIME : head & 0x7f;
+      } else {
+        mime = metadata.subarray(pos, pos + head + 1).toString("ascii");
+        pos += head + 1;
+      }
+      const length = metadata.readUIntBE(pos, 3);
+      pos += 3;
+      const entry = metadata.subarray(pos, pos + length);
+      pos += length;
+      if (mime === ROUTING_MIME && entry.length > 0) return entry.subarray(1, 1 + entry[0]);
+    }
+  } catch (err) {
+    return null; // malformed composite metadata: no route from it
+  }
+  return null;
+}
+
+// What the test service routes a request by: its routing tag when composite metadata was negotiated, else its data.
+function routeSource(payload, compositeNegotiated) {
+  const tag = compositeNegotiated ? routingTag(payload.metadata) : null;
+  return tag !== null ? tag : payload.data;
 }
 
 // The kept fire-and-forget and METADATA_PUSH values, shared by every connection of one server.
@@ -122,5 +160,6 @@ function splitUrl(url) {
 }
 
 module.exports = {
-  UNSUPPORTED, parseArgs, route, kept, rangeCount, runClient, exitOnSignals, splitUrl, text,
+  UNSUPPORTED, COMPOSITE_MIME, parseArgs, route, routeSource, kept, rangeCount, runClient, exitOnSignals, splitUrl,
+  text,
 };

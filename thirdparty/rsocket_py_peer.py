@@ -25,6 +25,8 @@ from reactivestreams.publisher import Publisher
 from reactivestreams.subscriber import Subscriber
 from reactivestreams.subscription import Subscription
 from rsocket.awaitable.awaitable_rsocket import AwaitableRSocket
+from rsocket.extensions.composite_metadata import CompositeMetadata
+from rsocket.extensions.routing import RoutingMetadata
 from rsocket.helpers import create_error_future, create_future, single_transport_provider
 from rsocket.payload import Payload
 from rsocket.request_handler import BaseRequestHandler
@@ -36,6 +38,7 @@ from rsocket.transports.websockets_transport import WebsocketsTransport
 
 UNSUPPORTED = 127
 LABEL = "rsocket-py peer"
+COMPOSITE_MIME = b"message/x.rsocket.composite-metadata.v0"
 FRAGMENT_SIZE = 1024
 FRAGMENTED_SIZE = 40_000
 SETTLE = 0.3  # fnf and METADATA_PUSH: let the written frame leave before the connection closes
@@ -100,10 +103,30 @@ class EchoChannel(Publisher, Subscription, Subscriber):
 
 
 class TestService(BaseRequestHandler):
+    """One per connection: routing by composite metadata applies when its SETUP negotiated it."""
+
+    composite = False
+
+    async def on_setup(self, data_encoding: bytes, metadata_encoding: bytes, payload: Payload):
+        self.composite = metadata_encoding in (COMPOSITE_MIME, COMPOSITE_MIME.decode())
+
+    def source(self, payload: Payload) -> bytes:
+        """What the request is routed by: its first routing tag, else its data."""
+        if self.composite and payload.metadata:
+            try:
+                for item in CompositeMetadata().parse(payload.metadata).items:
+                    if isinstance(item, RoutingMetadata) and item.tags:
+                        tag = item.tags[0]
+                        return bytes(tag) if isinstance(tag, (bytes, bytearray)) else tag.encode()
+            except Exception:  # malformed composite metadata: no route from it
+                pass
+        return bytes(payload.data or b"")
+
     async def request_response(self, payload: Payload):
-        route = (payload.data or b"").decode("utf-8", "replace")
+        source = self.source(payload)
+        route = source.decode("utf-8", "replace")
         if route.startswith("echo:"):
-            return create_future(Payload(payload.data[len(b"echo:"):], payload.metadata))
+            return create_future(Payload(source[len(b"echo:"):], payload.metadata))
         if route.startswith("error:"):
             return create_error_future(RuntimeError(route[len("error:"):]))
         if route == "last-fnf":
@@ -115,7 +138,7 @@ class TestService(BaseRequestHandler):
         return create_error_future(RuntimeError("unknown route"))
 
     async def request_stream(self, payload: Payload):
-        route = (payload.data or b"").decode("utf-8", "replace")
+        route = self.source(payload).decode("utf-8", "replace")
         if route.startswith("range:") and route[len("range:"):].isdigit():
             end = int(route[len("range:"):])
             # the library sends what the requester's credit allows; the last one carries C
@@ -127,8 +150,9 @@ class TestService(BaseRequestHandler):
         return channel, channel
 
     async def request_fire_and_forget(self, payload: Payload):
-        if (payload.data or b"").startswith(b"fnf:"):
-            Kept.fnf = payload.data[len(b"fnf:"):]
+        source = self.source(payload)
+        if source.startswith(b"fnf:"):
+            Kept.fnf = source[len(b"fnf:"):]
 
     async def on_metadata_push(self, payload: Payload):
         Kept.metadata_push = payload.metadata or b""
