@@ -2,6 +2,14 @@
 in the way of the QUIC interop runner, through the suite's proxy, which checks every frame.
 
     conformance interop rsocket [--out out/interop] [--image IMAGE ...] [--case NAME ...] [--build]
+    conformance interop mc0 | mtl [...]
+    conformance interop [--out out/interop] [--build]   # every protocol with two or more implementations
+
+mc0 and MTL (conformance/images/interop_zmtp.py) are checked by ZMTP monitors
+(reference_impl/zmtp/monitor.py with reference_impl/mc0/monitor.py and reference_impl/mtl/monitor.py):
+under CURVE the content is encrypted and only the ZMTP layer is checked (a case's notes say so).
+An implementation without a client role has the row "no client in this implementation" (and
+likewise for servers).
 
 The implementations are the reference (in-process) and every local image labelled
 conformance.protocols with PROTOCOL (docs/image-contract.md; conformance.roles says which roles
@@ -68,8 +76,20 @@ def _rsocket() -> InteropProtocol:
                            monitor=WireMonitor, side_of=lambda name: Side(name), server_check=server_kept)
 
 
+def _mc0() -> InteropProtocol:
+    from conformance.images.interop_zmtp import mc0
+    return mc0()
+
+
+def _mtl() -> InteropProtocol:
+    from conformance.images.interop_zmtp import mtl
+    return mtl()
+
+
 # One entry per protocol with two or more implementations and a wire monitor.
-PROTOCOLS: dict[str, Callable[[], InteropProtocol]] = {"rsocket": _rsocket}
+PROTOCOLS: dict[str, Callable[[], InteropProtocol]] = {"rsocket": _rsocket, "mc0": _mc0, "mtl": _mtl}
+# a pair whose client implementation has no client role, or whose server has no server role
+MISSING_ROLE = {"no-client": "no client in this implementation", "no-server": "no server in this implementation"}
 
 
 @dataclass
@@ -81,11 +101,12 @@ class CaseResult:
     seconds: float
     wire: str  # path of the wire log, relative to OUT
     detail: str = ""
+    notes: tuple[str, ...] = ()  # what the wire monitor could not check (e.g. encrypted content)
 
     def as_json(self) -> dict:
         return {"case": self.case, "verdict": self.verdict, "exitCode": self.exit_code,
                 "violations": self.violations, "seconds": round(self.seconds, 2), "wire": self.wire,
-                "detail": self.detail}
+                "detail": self.detail, "notes": list(self.notes)}
 
 
 def case_verdict(exit_code: int | None, violation_sides: set[str], error: str | None = None) -> str:
@@ -209,6 +230,9 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
         code_seen = 1  # the exchange did not do what the case is for, though the client could not tell
     else:
         code_seen = code
+    notes = list(getattr(monitor, "notes", []))  # what the monitor could not check, and why
+    for note in notes:
+        log.note(f"monitor: {note}")
     sides = {v.side.value for v in monitor.violations}
     verdict = case_verdict(code_seen, set(sides), error)
     violations = [str(v) for v in monitor.violations]
@@ -224,7 +248,7 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
         # not a frame, so no rule of the monitor: said beside the client's own words
         detail = f"the server closed the connection first; {detail}"
     return CaseResult(case, verdict, code, violations, time.monotonic() - started,
-                      str(wire_path.relative_to(out)), detail[:500])
+                      str(wire_path.relative_to(out)), detail[:500], tuple(notes))
 
 
 async def run_pair(client: Implementation, server_impl: Implementation, proto: InteropProtocol, protocol: str,
@@ -253,13 +277,19 @@ def run_interop(protocol: str, impls: list[Implementation], out: Path, cases: li
                 log: Callable[[str], None] = print) -> dict:
     proto = PROTOCOLS[protocol]()
     chosen = list(cases or proto.cases)
-    clients = [impl for impl in impls if "client" in impl.roles]
-    servers = [impl for impl in impls if "server" in impl.roles]
+    # every implementation on both axes: a cell of a missing role says so
+    clients = servers = list(impls)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     pairs = []
     for client in clients:
         for server in servers:
+            missing = "no-client" if "client" not in client.roles else "no-server" if "server" not in server.roles \
+                else None
+            if missing:
+                pairs.append({"client": client.name, "server": server.name, "verdict": missing, "cases": [],
+                              "detail": MISSING_ROLE[missing], "seconds": 0.0})
+                continue
             pair = asyncio.run(run_pair(client, server, proto, protocol, chosen, out))
             log(f"{client.name:>22} x {server.name:<22} {pair['verdict']:<18} ({pair['seconds']:.0f}s)")
             pairs.append(pair)
@@ -275,30 +305,46 @@ def run_interop(protocol: str, impls: list[Implementation], out: Path, cases: li
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.protocol is not None and args.protocol not in PROTOCOLS:
+        print(f"conformance interop: no interop matrix for {args.protocol} (known: {', '.join(PROTOCOLS)})",
+              file=sys.stderr)
+        return 2
+    if args.protocol is None:
+        # every protocol with two or more implementations, each in OUT/<protocol>/
+        if args.cases:
+            print("conformance interop: --case needs a protocol", file=sys.stderr)
+            return 2
+        codes = [run_protocol(protocol, args, Path(args.out) / protocol, only_matrices=True)
+                 for protocol in PROTOCOLS]
+        ran = [code for code in codes if code != 2]
+        return max(ran) if ran else 2
+    return run_protocol(args.protocol, args, Path(args.out))
+
+
+def run_protocol(protocol: str, args: argparse.Namespace, out: Path, only_matrices: bool = False) -> int:
+    """One protocol's matrix; with only_matrices, a protocol with one implementation is skipped (exit 2)."""
     from conformance.images.engine import EngineUnavailableError
     from conformance.images.implementations import SelectionError
     from conformance.images.matrix_report import print_interop_table
     from conformance.images.results import ImageBuildError
-    if args.protocol not in PROTOCOLS:
-        print(f"conformance interop: no interop matrix for {args.protocol} (known: {', '.join(PROTOCOLS)})",
-              file=sys.stderr)
-        return 2
     try:
         if args.build:
             from conformance.images.build import build_peer_images
             from conformance.images.thirdparty import available_peers
-            names = [p.name for p in available_peers(protocols=[args.protocol])]
+            names = [p.name for p in available_peers(protocols=[protocol])]
             build_peer_images(names, log=lambda line: print(line, flush=True))
-        impls = implementations(args.protocol, args.images)
+        impls = implementations(protocol, args.images)
     except (EngineUnavailableError, ImageBuildError, SelectionError) as exc:
         print(f"conformance interop: {exc}", file=sys.stderr)
         return 2
-    unknown = sorted(set(args.cases or []) - set(PROTOCOLS[args.protocol]().cases))
+    if only_matrices and len(impls) < 2:
+        print(f"conformance interop: {protocol}: skipped, one implementation only ({impls[0].name})", flush=True)
+        return 2
+    unknown = sorted(set(args.cases or []) - set(PROTOCOLS[protocol]().cases))
     if unknown:
         print(f"conformance interop: unknown case(s) {', '.join(unknown)}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    document = run_interop(args.protocol, impls, out, args.cases, log=lambda line: print(line, flush=True))
+    document = run_interop(protocol, impls, out, args.cases, log=lambda line: print(line, flush=True))
     print_interop_table(document, out)
     return 1 if any(pair["verdict"] == "error" for pair in document["pairs"]) else 0
 
@@ -306,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="conformance interop", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("protocol", help=f"one of: {', '.join(PROTOCOLS)}")
+    parser.add_argument("protocol", nargs="?", help=f"one of: {', '.join(PROTOCOLS)}; none: every one of them "
+                                                    "with two or more implementations, each in OUT/PROTOCOL/")
     parser.add_argument("--out", default="out/interop", help="folder for interop.json, interop.html and wire logs")
     parser.add_argument("--image", action="append", dest="images", default=[], metavar="IMAGE",
                         help="only this image beside the reference (repeatable); default: every local image "

@@ -53,15 +53,18 @@ def print_summary(document: dict, out: Path) -> None:
 
 # ---------------------------------------------------------------- interop: client x server
 
-INTEROP_GOOD = ("passed", "unsupported")
+INTEROP_GOOD = ("passed", "unsupported", "no-client", "no-server")
 _INTEROP_COLOURS = {"passed": "#cfe8cf", "unsupported": "#e6e6e6", "failed": "#f6e3b4", "error": "#d9c3e6",
-                    "client-broke-spec": "#f4c7c3", "server-broke-spec": "#f4c7c3", "both-broke-spec": "#f4c7c3"}
+                    "client-broke-spec": "#f4c7c3", "server-broke-spec": "#f4c7c3", "both-broke-spec": "#f4c7c3",
+                    "no-client": "#f4f4f4", "no-server": "#f4f4f4"}
 
 
 def interop_cell(pair: dict | None) -> str:
     """VERDICT passed/run: a pair's verdict with its passed cases over those the client supports."""
     if pair is None:
         return "-"
+    if not pair["cases"] and pair.get("detail"):
+        return pair["detail"]  # e.g. no client in this implementation
     verdicts = [case["verdict"] for case in pair["cases"]]
     run = sum(1 for v in verdicts if v != "unsupported")
     passed = verdicts.count("passed")
@@ -111,6 +114,8 @@ def interop_html(document: dict) -> str:
                 + (f" <small>{escape(c['violations'][0] if c['violations'] else c['detail'])}</small>"
                    if c["verdict"] not in INTEROP_GOOD else "") + "</li>"
                 for c in pair["cases"])
+            notes = sorted({note for c in pair["cases"] for note in c.get("notes", [])})
+            cases += "".join(f"<p><small>monitor: {escape(note)}</small></p>" for note in notes)
             colour = _INTEROP_COLOURS.get(pair["verdict"], "#ffffff")
             cells.append(f"<td style='background:{colour}' data-verdict='{escape(pair['verdict'])}'>"
                          f"<b>{escape(interop_cell(pair))}</b><ul>{cases}</ul></td>")
