@@ -110,9 +110,14 @@ class ZmtpMonitor:
     def _greeted(self, side: Side) -> None:
         greeting = self._sides[side].greeting.greeting
         other = self._sides[side.other].greeting.greeting
-        if greeting.mechanism == "CURVE" and greeting.as_server != (side is Side.SERVER):
-            # RFC 26: the server's as-server is 1, the client's 0
-            self._violate(side, "curve-as-server", f"as-server {int(greeting.as_server)} from the {side.value}")
+        if greeting.mechanism != "NULL" and greeting.as_server != (side is Side.SERVER):
+            # read as the reference does (zmtp/connection.py): libzmq 4.3 sends 0 even as a CURVE or PLAIN
+            # server, which is not held against it; a client that claims the server role is
+            if side is Side.CLIENT:
+                self._violate(side, "client-as-server", f"as-server 1 from the {greeting.mechanism} client")
+            else:
+                self.notes.append(f"the {greeting.mechanism} server's greeting says as-server 0 (as libzmq's "
+                                  "does); not held against it")
         if other is not None and other.mechanism != greeting.mechanism:
             self.notes.append(f"mechanisms differ: {side.value} {greeting.mechanism}, "
                               f"{side.other.value} {other.mechanism} (the peers must close)")
