@@ -231,6 +231,8 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
     else:
         code_seen = code
     notes = list(getattr(monitor, "notes", []))  # what the monitor could not check, and why
+    if hasattr(monitor, "messages"):
+        log.note(f"monitor: read {monitor.frames} frames, {monitor.messages} messages")
     for note in notes:
         log.note(f"monitor: {note}")
     sides = {v.side.value for v in monitor.violations}

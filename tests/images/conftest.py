@@ -76,3 +76,11 @@ def rsocket_images(docker_engine: docker.DockerClient, project_snapshot: Path) -
     names = [peer.name for peer in PEERS if "rsocket" in peer.protocols]
     outcomes = build_peer_images(names, project_dir=project_snapshot, log=print)
     return dict(zip(names, [o.what for o in outcomes[-len(names):]]))
+
+
+@pytest.fixture(scope="session")
+def pyzmq_images(docker_engine: docker.DockerClient, project_snapshot: Path) -> dict[str, str]:
+    """The pyzmq peers (mc0 broker, MTL client): peer name -> image."""
+    names = ["pyzmq-mc0", "pyzmq-mtl"]
+    outcomes = build_peer_images(names, project_dir=project_snapshot, log=print)
+    return dict(zip(names, [o.what for o in outcomes[-len(names):]]))

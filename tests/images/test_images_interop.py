@@ -1,9 +1,11 @@
 """`conformance interop`: verdicts from exit codes and wire violations, the client x server table,
-and (with an engine) the RSocket matrix over the reference and the three third-party peers."""
+and (with an engine) the RSocket matrix over the reference and the three third-party peers, and one
+pair each of mc0 and MTL with the pyzmq peers."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -64,6 +66,31 @@ def test_interop_command_refuses_a_protocol_without_a_matrix(capsys: pytest.Capt
     assert "no interop matrix for stmp" in capsys.readouterr().err
 
 
+def test_a_missing_role_is_said_in_its_cells() -> None:
+    pair = {"client": "pyzmq-mc0", "server": "s1", "verdict": "no-client", "cases": [],
+            "detail": "no client in this implementation"}
+    document = dict(DOCUMENT, clients=["c1", "pyzmq-mc0"], pairs=DOCUMENT["pairs"][:1] + [pair])
+    assert interop_cell(pair) == "no client in this implementation"
+    assert "no client in this implementation" in interop_html(document)
+
+
+def test_interop_without_a_protocol_runs_those_with_two_implementations(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from conformance.images import interop
+    from conformance.images.implementations import Implementation
+    seen = []
+
+    def only_the_reference(protocol: str, images: list[str]) -> list[Implementation]:
+        seen.append(protocol)
+        return [Implementation(name="reference", image="", kind="reference", protocols=(protocol,))]
+
+    monkeypatch.setattr(interop, "implementations", only_the_reference)
+    assert cli_main(["interop", "--out", str(tmp_path)]) == 2  # nothing had two implementations
+    assert seen == ["rsocket", "mc0", "mtl"]
+    assert capsys.readouterr().out.count("skipped, one implementation only") == 3
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_rsocket_interop_fills_every_cell(rsocket_images: dict[str, str], tmp_path: Path) -> None:
@@ -99,3 +126,34 @@ def test_rsocket_interop_fills_every_cell(rsocket_images: dict[str, str], tmp_pa
     assert lost["violations"] == [] and "bytes[" in wire and "server check: the server did not keep" in wire
     saved = json.loads((tmp_path / "interop.json").read_text())
     assert saved["clients"] == names and (tmp_path / "interop.html").is_file()
+
+
+@pytest.mark.docker
+def test_mc0_interop_reference_client_against_the_pyzmq_broker(pyzmq_images: dict[str, str],
+                                                                tmp_path: Path) -> None:
+    impls = implementations("mc0", [pyzmq_images["pyzmq-mc0"]])
+    document = run_interop("mc0", impls, tmp_path)
+    pairs = {(p["client"], p["server"]): p for p in document["pairs"]}
+    assert interop_cell(pairs[("pyzmq-mc0", "reference")]) == "no client in this implementation"
+    pair = pairs[("reference", "pyzmq-mc0")]
+    assert pair["verdict"] == "passed", pair
+    case = pair["cases"][0]
+    # libzmq speaks CURVE: the content is encrypted and the case says so; its greeting's as-server 0 is noted
+    assert any("encrypted" in note for note in case["notes"]) and any("as-server 0" in n for n in case["notes"])
+    wire = (tmp_path / case["wire"]).read_text()
+    assert "WELCOME" in wire and "violation:" not in wire
+
+
+@pytest.mark.docker
+def test_mtl_interop_pyzmq_client_against_the_reference_server(pyzmq_images: dict[str, str],
+                                                               tmp_path: Path) -> None:
+    impls = implementations("mtl", [pyzmq_images["pyzmq-mtl"]])
+    document = run_interop("mtl", impls, tmp_path, ["test-profile", "test-and-confirm"])
+    pairs = {(p["client"], p["server"]): p for p in document["pairs"]}
+    assert interop_cell(pairs[("reference", "pyzmq-mtl")]) == "no server in this implementation"
+    cases = {c["case"]: c for c in pairs[("pyzmq-mtl", "reference")]["cases"]}
+    assert cases["test-profile"]["verdict"] == "unsupported"  # the pyzmq client runs its one case only
+    assert cases["test-and-confirm"]["verdict"] == "passed", cases
+    wire = (tmp_path / cases["test-and-confirm"]["wire"]).read_text()
+    # the control connection went through the monitor, message by message
+    assert "violation:" not in wire and re.search(r"monitor: read \d+ frames, [1-9]\d* messages", wire)
