@@ -1,12 +1,18 @@
 """The main job's last step: the Allure HTML report, the compliance report and a summary.
 
-    python -m conformance.finish --run out/main/run --out out/main
+    python -m conformance.finish --run out/main/run --out out/main [--interop out/main/interop]
+
+With --interop, the summary names each interop matrix (INTEROP/<protocol>/interop.html, written
+by conformance.images.interop_job) or the one line saying why there is none, and the compliance
+matrix page links the matrices.
 """
 
 from __future__ import annotations
 
 import argparse
+import html
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -60,15 +66,51 @@ def compliance(runs: list[Path], out: Path) -> str:
     return str(out / "matrix.html") if code == 0 else f"failed (exit {code})"
 
 
+def interop_pages(folder: Path) -> list[tuple[str, Path]]:
+    """(protocol, interop.html) of each matrix the interop step wrote."""
+    return sorted((page.parent.name, page) for page in folder.glob("*/interop.html"))
+
+
+def interop_summary(folder: Path) -> list[str]:
+    skipped = folder / "skipped.txt"
+    if skipped.is_file():
+        return [f"interop matrices:  {skipped.read_text().strip()}"]
+    pages = interop_pages(folder)
+    if not pages:
+        return [f"interop matrices:  none written (see {folder / 'interop.log'})"]
+    return [f"interop {protocol + ':':<10} {page} (client x server)" for protocol, page in pages]
+
+
+INTEROP_LINKS_ID = "interop-matrices"
+
+
+def link_interop(matrix_page: Path, pages: list[tuple[str, Path]]) -> None:
+    """A line of links to the interop matrices at the end of the compliance matrix page."""
+    if not pages or not matrix_page.is_file():
+        return
+    text = matrix_page.read_text()
+    if f'id="{INTEROP_LINKS_ID}"' in text or "</body>" not in text:
+        return
+    links = " · ".join(
+        f'<a href="{html.escape(os.path.relpath(page, matrix_page.parent))}">{html.escape(protocol)}</a>'
+        for protocol, page in pages)
+    line = f'<p id="{INTEROP_LINKS_ID}">Interop matrices (client x server): {links}</p>\n'
+    head, _, tail = text.rpartition("</body>")
+    matrix_page.write_text(head + line + "</body>" + tail)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--run", type=Path, required=True, help="the run folder (records.jsonl, allure-results)")
     parser.add_argument("--also", type=Path, action="append", default=[],
                         help="further run folders (other implementations) for the compliance matrix")
+    parser.add_argument("--interop", type=Path, help="the interop step's folder (<protocol>/interop.html)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     counts, cases = summarize(args.run / "records.jsonl")
     report = compliance([args.run, *(p for p in args.also if (p / "records.jsonl").exists())], args.out / "compliance")
+    if args.interop is not None:
+        link_interop(args.out / "compliance" / "matrix.html", interop_pages(args.interop))
     # outside the run folder, which the main job replaces: each run adds to the trend kept here
     allure = allure_html(args.run / "allure-results", args.out / "allure-report", args.out / "allure-history",
                          args.out / "compliance" / "matrix.html")
@@ -79,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"junit:             {args.run / 'junit.xml'}")
     print(f"allure report:     {allure}")
     print(f"compliance report: {report}")
+    if args.interop is not None:
+        print("\n".join(interop_summary(args.interop)))
     return 0
 
 

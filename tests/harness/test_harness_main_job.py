@@ -89,12 +89,12 @@ def test_a_java_home_without_java_counts_as_missing(bin_dir: Path, tmp_path: Pat
     assert "default-jre-headless" in done.stderr
 
 
-def finish(bin_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+def finish(bin_dir: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     run = tmp_path / "run"
     (run / "allure-results").mkdir(parents=True)
     (run / "records.jsonl").write_text('{"protocol": "stmp", "case": "stmp/handshake/one-version", "transport": "tcp", "grade": "PASSED"}\n')
-    return subprocess.run([sys.executable, "-m", "conformance.finish", "--run", str(run), "--out", str(tmp_path / "out")],
-                          env=bare_env(bin_dir), capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "conformance.finish", "--run", str(run), "--out", str(tmp_path / "out"),
+                           *extra], env=bare_env(bin_dir), capture_output=True, text=True, timeout=300)
 
 
 def test_finish_without_npx_or_java_skips_both_reports_in_one_line_each(bin_dir: Path, tmp_path: Path) -> None:
@@ -197,3 +197,45 @@ def test_finish_will_not_replace_a_folder_that_is_no_allure_report_and_says_so(b
     (allure,) = [line for line in done.stdout.splitlines() if line.startswith("allure report:")]
     assert "failed" in allure and "not empty" in allure
     assert kept.read_text() == "mine"
+
+
+def test_without_a_docker_engine_the_interop_step_is_one_skipped_line(bin_dir: Path, tmp_path: Path) -> None:
+    interop = tmp_path / "interop"
+    env = bare_env(bin_dir, DOCKER_HOST=f"unix://{tmp_path / 'no-engine.sock'}")
+    step = subprocess.run([sys.executable, "-m", "conformance.images.interop_job", "--out", str(interop)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert (step.returncode, step.stdout, step.stderr) == (0, "", "")  # not a failure; the summary says it
+    done = finish(bin_dir, tmp_path, "--interop", str(interop))
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("interop")]
+    assert lines == ["interop matrices:  skipped: no docker engine (bash scripts/docker-engine.sh starts one)"]
+
+
+def test_the_summary_and_the_compliance_page_link_each_interop_matrix(bin_dir: Path, tmp_path: Path) -> None:
+    from conformance.finish import interop_pages, link_interop
+    interop = tmp_path / "out" / "interop"
+    for protocol in ("rsocket", "mc0"):
+        (interop / protocol).mkdir(parents=True)
+        (interop / protocol / "interop.html").write_text("<html></html>")
+    done = finish(bin_dir, tmp_path, "--interop", str(interop))
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("interop ")]
+    assert lines == [f"interop mc0:       {interop / 'mc0' / 'interop.html'} (client x server)",
+                     f"interop rsocket:   {interop / 'rsocket' / 'interop.html'} (client x server)"]
+    page = tmp_path / "out" / "compliance" / "matrix.html"  # as the compliance report writes it (no Java here)
+    page.parent.mkdir(parents=True)
+    page.write_text("<html><body><table></table></body></html>")
+    link_interop(page, interop_pages(interop))
+    link_interop(page, interop_pages(interop))  # once only
+    text = page.read_text()
+    assert text.count('href="../interop/mc0/interop.html"') == 1 and 'href="../interop/rsocket/interop.html"' in text
+    assert text.index("interop-matrices") < text.index("</body>")
+
+
+def test_the_main_job_runs_the_interop_step_before_the_reports_it_links() -> None:
+    script = (ROOT / "scripts" / "main.sh").read_text()
+    step = script.index("python -m conformance.images.interop_job --out \"$OUT/interop\"")
+    reports = script.index("python -m conformance.finish")
+    assert step < reports and '--interop "$OUT/interop"' in script[reports:]
+    # between `set +e` and `set -e`: whatever the matrices find, the job goes on to its reports
+    assert script.rindex("set +e", 0, step) > script.rfind("set -e", 0, step)
