@@ -43,28 +43,16 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Callable
 
 from conformance.images.implementations import Implementation
+from conformance.images.interop_protocol import InteropProtocol
 from conformance.images.layout import THIRDPARTY_PREFIX
 
 REFERENCE = "reference"
 CLIENT_TIMEOUT = 60.0
 SETTLE_SECONDS = 0.3  # bytes still crossing the proxy when the client exits
 SIDES = {"to-target": "client", "from-target": "server"}
-
-
-@dataclass(frozen=True)
-class InteropProtocol:
-    """What the runner needs of a protocol: its client-role cases, the in-process reference server
-    and client, and a wire monitor (feed(side, bytes), .violations with .side and str())."""
-    cases: tuple[str, ...]
-    start_reference_server: Callable[[], Awaitable[Any]]  # an object with .url and async .close()
-    run_reference_client: Callable[[str, str, Callable[[str], None]], Awaitable[int]]
-    monitor: Callable[[], Any]
-    side_of: Callable[[str], Any]  # "client" / "server" -> the monitor's side
-    # after a case, straight to the server: None when it kept what the client sent, else what is wrong
-    server_check: Callable[[str, str], Awaitable[str | None]]
 
 
 def _rsocket() -> InteropProtocol:

@@ -16,7 +16,7 @@ import contextlib
 import io
 from typing import Callable
 
-from conformance.images.interop import InteropProtocol
+from conformance.images.interop_protocol import InteropProtocol
 
 MC0_TOPIC = b"interop"
 MC0_BODY = b"hello across implementations"
