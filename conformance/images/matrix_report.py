@@ -115,10 +115,11 @@ def interop_html(document: dict) -> str:
                    if c["verdict"] not in INTEROP_GOOD else "") + "</li>"
                 for c in pair["cases"])
             notes = sorted({note for c in pair["cases"] for note in c.get("notes", [])})
-            cases += "".join(f"<p><small>monitor: {escape(note)}</small></p>" for note in notes)
+            said = "".join(f"<p><small>monitor: {escape(note)}</small></p>" for note in notes)
             colour = _INTEROP_COLOURS.get(pair["verdict"], "#ffffff")
+            listed = f"<ul>{cases}</ul>" if cases else ""
             cells.append(f"<td style='background:{colour}' data-verdict='{escape(pair['verdict'])}'>"
-                         f"<b>{escape(interop_cell(pair))}</b><ul>{cases}</ul></td>")
+                         f"<b>{escape(interop_cell(pair))}</b>{listed}{said}</td>")
         rows.append(f"<tr><th scope='row'>client<br>{escape(client)}</th>{''.join(cells)}</tr>")
     title = f"{document['protocol']} interop: client x server"
     return ("<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -127,6 +128,7 @@ def interop_html(document: dict) -> str:
             "small{color:#444}</style></head><body>"
             f"<h1>{escape(title)}</h1><p>Transport {escape(document['transport'])}; every frame of both "
             "directions checked by the suite's wire monitor. A verdict names the side whose frames broke the "
-            "spec; <i>failed</i>: the client's checks failed with no frame breaking a rule.</p>"
+            "spec; <i>failed</i>: the client's checks failed with no frame breaking a rule. What the monitor "
+            "could not check (encrypted content) is said under the cell.</p>"
             f"<table id='interop'><thead><tr><th>client \\ server</th>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></body></html>\n")

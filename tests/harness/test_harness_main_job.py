@@ -93,8 +93,8 @@ def finish(bin_dir: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedPr
     run = tmp_path / "run"
     (run / "allure-results").mkdir(parents=True)
     (run / "records.jsonl").write_text('{"protocol": "stmp", "case": "stmp/handshake/one-version", "transport": "tcp", "grade": "PASSED"}\n')
-    return subprocess.run([sys.executable, "-m", "conformance.finish", "--run", str(run), "--out", str(tmp_path / "out"),
-                           *extra], env=bare_env(bin_dir), capture_output=True, text=True, timeout=300)
+    command = [sys.executable, "-m", "conformance.finish", "--run", str(run), "--out", str(tmp_path / "out"), *extra]
+    return subprocess.run(command, env=bare_env(bin_dir), capture_output=True, text=True, timeout=300)
 
 
 def test_finish_without_npx_or_java_skips_both_reports_in_one_line_each(bin_dir: Path, tmp_path: Path) -> None:
