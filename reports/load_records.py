@@ -114,12 +114,15 @@ def read_records(spark: SparkSession, files: list[str], schema: dict[str, Any]) 
     bad_time = F.when(
         time_text.isNotNull() & ts.isNull(), F.format_string("field 'time' \"%s\": not a valid date-time", time_text)
     )
-    return staged.select(
+    checked = staged.select(
         "sourceFile",
         "line",
         run_dir(F.col("sourceFile")).alias("runDir"),
         F.nullif(F.concat_ws("; ", record_error(schema, "_f", "value"), bad_time), F.lit("")).alias("error"),
         *typed,
         ts.alias("ts"),
-        F.substring("value", 1, RAW_CHARS_KEPT).alias("raw"),
+        "value",
     )
+    # The line itself is kept only where it is reported: the frame is cached, and valid lines are most of it.
+    raw = F.when(F.col("error").isNotNull(), F.substring("value", 1, RAW_CHARS_KEPT)).alias("raw")
+    return checked.select(*[c for c in checked.columns if c != "value"], raw)
