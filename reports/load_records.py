@@ -50,10 +50,14 @@ def _numbered_lines(spark: SparkSession, files: list[str]) -> DataFrame:
         .agg(F.count(F.lit(1)).alias("chunkLines"), F.min("rowId").alias("firstRowId"))
         .withColumn("linesBefore", F.coalesce(F.sum("chunkLines").over(earlier_chunks), F.lit(0)))
         .drop("chunkLines")
+        # per chunk, not per line: the path's decoding and its folder are the same for all its lines
+        .withColumn("sourceFile", local_path(F.col("uri")))
+        .withColumn("runDir", run_dir(F.col("sourceFile")))
     )
     return lines.join(F.broadcast(chunks), ["uri", "blockStart"]).select(
-        local_path(F.col("uri")).alias("sourceFile"),
+        "sourceFile",
         (F.col("linesBefore") + F.col("rowId") - F.col("firstRowId") + 1).alias("line"),
+        "runDir",
         F.col("value"),
     )
 
@@ -67,7 +71,7 @@ def _parquet_rows(spark: SparkSession, files: list[str]) -> DataFrame:
         local_path(F.col("_metadata.file_path")).alias("sourceFile"),
         (F.col("_metadata.row_index") + 1).alias("line"),
         F.to_json(row, {"ignoreNullFields": "false"}).alias("value"),
-    )
+    ).withColumn("runDir", run_dir(F.col("sourceFile")))
 
 
 def numbered_lines(spark: SparkSession, files: list[str]) -> DataFrame:
@@ -117,7 +121,7 @@ def read_records(spark: SparkSession, files: list[str], schema: dict[str, Any]) 
     checked = staged.select(
         "sourceFile",
         "line",
-        run_dir(F.col("sourceFile")).alias("runDir"),
+        "runDir",
         F.nullif(F.concat_ws("; ", record_error(schema, "_f", "value"), bad_time), F.lit("")).alias("error"),
         *typed,
         ts.alias("ts"),
