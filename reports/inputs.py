@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 from reports.fs import FileSystems, child
 
-RECORDS_FILE = "records.jsonl"
 ALLURE_DIR = "allure-results"
 ALLURE_SUFFIX = "-result.json"
 PARQUET_SUFFIX = ".parquet"
@@ -41,14 +40,6 @@ class InputSet:
     records_files: list[str] = field(default_factory=list)
     allure_files: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
-
-    @property
-    def json_files(self) -> list[str]:
-        return [f for f in self.records_files if not is_parquet(f)]
-
-    @property
-    def parquet_files(self) -> list[str]:
-        return [f for f in self.records_files if is_parquet(f)]
 
 
 def _records_in_folder(folder: str, name: str) -> bool:
