@@ -60,11 +60,9 @@ def _worst_per(frame: DataFrame, key: list[str]) -> DataFrame:
 def latest_cells(records: DataFrame) -> DataFrame:
     """Per implementation x case x transport: the record of the latest run that graded the case
     (the worst, if that run graded it twice on one transport)."""
-    # An aggregate, not a window over every record: partial aggregation leaves one row per case
-    # and task to shuffle, and the join back keeps only the latest run's records before the
-    # (then small) worst-per-cell window. Same rows as max_by over a window partitioned by CASE_KEY.
-    latest = records.groupBy(*CASE_KEY).agg(F.max_by("run", F.struct("ts", "run")).alias("_latestRun"))
-    in_latest = records.join(latest, CASE_KEY).where(F.col("run") == F.col("_latestRun"))
+    cell = Window.partitionBy(*CASE_KEY)
+    latest_run = F.max_by("run", F.struct("ts", "run")).over(cell)
+    in_latest = records.withColumn("_latestRun", latest_run).where(F.col("run") == F.col("_latestRun"))
     return _worst_per(in_latest, CELL_KEY).select(*MATRIX_COLUMNS)
 
 
