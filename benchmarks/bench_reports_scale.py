@@ -112,7 +112,9 @@ def main() -> int:
                 timings.setdefault(master, []).append((millions, row[master]))
             rows.append(row)
             timed = [f"{k} {v:7.1f} s" for k, v in row.items() if k != "records"]
-            print("  ".join([f"{records:>11,} records", *timed]), flush=True)
+            # The machine may be shared: the 1-minute load average beside each size says how much.
+            load = f"load {os.getloadavg()[0]:.1f}"
+            print("  ".join([f"{records:>11,} records", *timed, load]), flush=True)
 
     python_fixed, python_slope = fit(timings["plain python"])
     print(f"\n{'':24}{'fixed s':>9}{'s per million':>15}{'slope / plain python':>22}")

@@ -26,7 +26,7 @@ def baseline_records(spark: SparkSession, given: str, valid: DataFrame, schema: 
     if kind is not None:
         found = discover(fs, [given])
         if not found.records_files:
-            raise BaselineError(f"baseline {given}: no records.jsonl in it")
+            raise BaselineError(f"baseline {given}: no records file in it")
         records = read_records(spark, found.records_files, schema).where(F.col("error").isNull())
     else:
         records = valid.where(F.col("run") == given)

@@ -22,7 +22,8 @@ EXIT_BAD_INPUT = 3
 EXIT_SPARK_FAILED = 4
 
 EPILOG = """exit status: 0 report written; 1 regressions found (only with --fail-on-regressions);
-2 bad command line; 3 an input or the baseline missing or unreadable; 4 Spark could not start or the job failed"""
+2 bad command line; 3 an input or the baseline missing or unreadable, or (with --strict-inputs) a malformed record;
+4 Spark could not start or the job failed"""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,8 +37,8 @@ def parser() -> argparse.ArgumentParser:
         action="extend",
         required=True,
         metavar="RUNS",
-        help="run folders, folders of run folders, records .jsonl files or allure-results folders; "
-        "local paths or URIs (hdfs://, s3a://, file://)",
+        help="run folders, folders of run folders, records files (JSON lines, .jsonl.gz, or Parquet) or "
+        "allure-results folders; local paths or URIs (hdfs://, s3a://, file://)",
     )
     p.add_argument("--out", required=True, help="output folder, local path or URI (tables in it are replaced)")
     p.add_argument(
@@ -49,6 +50,12 @@ def parser() -> argparse.ArgumentParser:
         "--fail-on-regressions",
         action="store_true",
         help=f"exit {EXIT_REGRESSIONS} when the latest runs regressed against --baseline (for CI gates)",
+    )
+    p.add_argument(
+        "--strict-inputs",
+        action="store_true",
+        help=f"exit {EXIT_BAD_INPUT} without writing the report when any line is not a valid record "
+        "(default: malformed lines are counted and listed with file and line, and the report is written)",
     )
     p.add_argument(
         "--master",
@@ -108,7 +115,9 @@ def main(argv: list[str]) -> int:
         print(f"conformance report: {problem}", file=sys.stderr)
         return EXIT_SPARK_FAILED
 
-    options = ReportOptions(inputs=args.input, out=args.out, baseline=args.baseline)
+    options = ReportOptions(
+        inputs=args.input, out=args.out, baseline=args.baseline, strict_inputs=args.strict_inputs
+    )
     if args.requirements is not None:
         options.requirements_dir = args.requirements
     spark_errors = _spark_errors()

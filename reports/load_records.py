@@ -1,19 +1,23 @@
-"""Read records.jsonl files into one DataFrame, numbering lines and validating.
+"""Read records files (JSON lines, gzipped or not, and Parquet) into one DataFrame, numbering lines and validating.
 
 Every non-blank line becomes one row carrying its source file and 1-based
 line number, an ``error`` (NULL when the record is valid) and the record's
 fields typed per the schema. Invalid rows stay in the frame so they can be
 counted and reported; nothing is dropped.
+
+A Parquet row is validated as the JSON object of its columns (a NULL column
+is a JSON null) and numbered by its 1-based row index in its file, so both
+formats go through the same checks and are reported the same way.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from reports.inputs import is_parquet
 from reports.record_schema import JSON_OPTIONS, field_columns, fields_struct, record_error
 
 RAW_CHARS_KEPT = 300
@@ -26,7 +30,7 @@ def local_path(uri: Column) -> Column:
     return F.when(decoded.startswith("file:"), F.regexp_replace(decoded, r"^file:(//)?", "")).otherwise(decoded)
 
 
-def _numbered_lines(spark: SparkSession, files: list[Path]) -> DataFrame:
+def _numbered_lines(spark: SparkSession, files: list[str]) -> DataFrame:
     """Text lines with (file, line number), computed without a per-file sort.
 
     Within one scanned chunk of a file, monotonically_increasing_id counts up
@@ -34,7 +38,7 @@ def _numbered_lines(spark: SparkSession, files: list[Path]) -> DataFrame:
     file plus its offset in its own chunk. Only the per-chunk counts (a few
     rows per file) are shuffled.
     """
-    lines = spark.read.text([str(f) for f in files]).select(
+    lines = spark.read.text(files).select(
         F.col("_metadata.file_path").alias("uri"),
         F.col("_metadata.file_block_start").alias("blockStart"),
         F.monotonically_increasing_id().alias("rowId"),
@@ -46,12 +50,42 @@ def _numbered_lines(spark: SparkSession, files: list[Path]) -> DataFrame:
         .agg(F.count(F.lit(1)).alias("chunkLines"), F.min("rowId").alias("firstRowId"))
         .withColumn("linesBefore", F.coalesce(F.sum("chunkLines").over(earlier_chunks), F.lit(0)))
         .drop("chunkLines")
+        # per chunk, not per line: the path's decoding and its folder are the same for all its lines
+        .withColumn("sourceFile", local_path(F.col("uri")))
+        .withColumn("runDir", run_dir(F.col("sourceFile")))
     )
     return lines.join(F.broadcast(chunks), ["uri", "blockStart"]).select(
-        local_path(F.col("uri")).alias("sourceFile"),
+        "sourceFile",
         (F.col("linesBefore") + F.col("rowId") - F.col("firstRowId") + 1).alias("line"),
+        "runDir",
         F.col("value"),
     )
+
+
+def _parquet_rows(spark: SparkSession, files: list[str]) -> DataFrame:
+    """Parquet rows as JSON objects, numbered by row index: the same (sourceFile, line, value) as text lines."""
+    # Files written at different times may differ in columns; a column a file lacks reads as NULL.
+    table = spark.read.option("mergeSchema", "true").parquet(*files)
+    row = F.struct(*[F.col(f"`{name}`") for name in table.columns])
+    return table.select(
+        local_path(F.col("_metadata.file_path")).alias("sourceFile"),
+        (F.col("_metadata.row_index") + 1).alias("line"),
+        F.to_json(row, {"ignoreNullFields": "false"}).alias("value"),
+    ).withColumn("runDir", run_dir(F.col("sourceFile")))
+
+
+def numbered_lines(spark: SparkSession, files: list[str]) -> DataFrame:
+    json_files = [f for f in files if not is_parquet(f)]
+    parquet_files = [f for f in files if is_parquet(f)]
+    parts = ([_numbered_lines(spark, json_files)] if json_files else []) + (
+        [_parquet_rows(spark, parquet_files)] if parquet_files else []
+    )
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+
+
+def run_dir(source_file: Column) -> Column:
+    """The run folder: the records file's folder (a Parquet part file's records*.parquet folder's folder)."""
+    return F.regexp_replace(source_file, r"(/records[^/]*\.parquet)?/[^/]*$", "")
 
 
 def _spark_type(field_schema: dict[str, Any], root: dict[str, Any]) -> str:
@@ -65,10 +99,10 @@ def _spark_type(field_schema: dict[str, Any], root: dict[str, Any]) -> str:
     return {"integer": "bigint", "number": "double", "string": "string", "null": "void"}.get(types[0], "string")
 
 
-def read_records(spark: SparkSession, files: list[Path], schema: dict[str, Any]) -> DataFrame:
+def read_records(spark: SparkSession, files: list[str], schema: dict[str, Any]) -> DataFrame:
     if not files:
         raise ValueError("no records files to read")
-    lines = _numbered_lines(spark, files).where(F.trim("value") != "")
+    lines = numbered_lines(spark, [str(f) for f in files]).where(F.trim("value") != "")
     staged = lines.withColumn("_f", F.from_json("value", fields_struct(schema), JSON_OPTIONS))
     for columns in field_columns(schema, "_f", "value"):
         staged = staged.select("*", *columns)
@@ -84,12 +118,15 @@ def read_records(spark: SparkSession, files: list[Path], schema: dict[str, Any])
     bad_time = F.when(
         time_text.isNotNull() & ts.isNull(), F.format_string("field 'time' \"%s\": not a valid date-time", time_text)
     )
-    return staged.select(
+    checked = staged.select(
         "sourceFile",
         "line",
-        F.regexp_replace("sourceFile", r"/[^/]*$", "").alias("runDir"),
+        "runDir",
         F.nullif(F.concat_ws("; ", record_error(schema, "_f", "value"), bad_time), F.lit("")).alias("error"),
         *typed,
         ts.alias("ts"),
-        F.substring("value", 1, RAW_CHARS_KEPT).alias("raw"),
+        "value",
     )
+    # The line itself is kept only where it is reported: the frame is cached, and valid lines are most of it.
+    raw = F.when(F.col("error").isNotNull(), F.substring("value", 1, RAW_CHARS_KEPT)).alias("raw")
+    return checked.select(*[c for c in checked.columns if c != "value"], raw)

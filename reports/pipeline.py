@@ -37,6 +37,7 @@ from reports.progress import Stages
 from reports.record_schema import load_schema
 
 INVALID_IN_SUMMARY = 100
+INVALID_SHOWN_STRICT = 20
 FINDINGS_SHOWN = 500
 MESSAGE_CHARS_SHOWN = 300
 BASELINE_COLUMNS = [
@@ -75,6 +76,10 @@ class InputError(ValueError):
     pass
 
 
+class MalformedInputError(InputError):
+    """--strict-inputs and some line is not a valid record."""
+
+
 def generated_at(newest_record: datetime | None) -> str:
     """The report's date: SOURCE_DATE_EPOCH (reproducible-builds.org) when set, else its newest record's
     time, so the same inputs give byte-identical outputs."""
@@ -91,6 +96,8 @@ class ReportOptions:
     inputs: list[str]
     out: Path | str
     baseline: str | None = None
+    # Malformed lines stop the job (MalformedInputError) instead of being reported.
+    strict_inputs: bool = False
     requirements_dir: Path | None = field(default_factory=lambda: docs_dir() / "requirements")
     # The matrix links each protocol's profile page here; spec links go to the public specs.
     profiles_dir: Path | None = field(default_factory=lambda: docs_dir() / "profiles")
@@ -132,7 +139,7 @@ def run_report(spark: SparkSession, options: ReportOptions) -> dict[str, Any]:
     if found.missing:
         raise InputError("inputs not found: " + ", ".join(found.missing))
     if not found.records_files:
-        raise InputError("no records.jsonl or .jsonl file in the inputs")
+        raise InputError("no records file in the inputs (records*.jsonl, records*.jsonl.gz or records*.parquet)")
     cache = _Cache()
     stages = Stages(5 + bool(options.baseline), "report")
     try:
@@ -176,6 +183,25 @@ class _Report:
         records = keep(read_records(self.spark, self.found.records_files, self.schema))
         valid = records.where(F.col("error").isNull())
         invalid = records.where(F.col("error").isNotNull()).select("sourceFile", "line", "error", "raw")
+        # Collected: one row of counts. This first pass over the records also fills their cache.
+        is_valid = F.col("error").isNull()
+        counted = records.agg(
+            F.count_if(is_valid).alias("valid"),
+            F.count_if(~is_valid).alias("invalid"),
+            F.max(F.when(is_valid, F.col("ts"))).alias("newest"),
+            F.count_distinct(F.when(is_valid, F.col("run"))).alias("runs"),
+        ).first()
+        # Collected: at most INVALID_IN_SUMMARY rows, only when there are invalid records.
+        invalid_rows = (
+            invalid.orderBy("sourceFile", "line").limit(INVALID_IN_SUMMARY).collect() if counted.invalid else []
+        )
+        if self.options.strict_inputs and counted.invalid:
+            shown = "\n".join(f"  {r.sourceFile}:{r.line}: {r.error}" for r in invalid_rows[:INVALID_SHOWN_STRICT])
+            more = counted.invalid - min(len(invalid_rows), INVALID_SHOWN_STRICT)
+            raise MalformedInputError(
+                f"{counted.invalid} malformed record(s) and --strict-inputs given, so no report was written:\n{shown}"
+                + (f"\n  ... and {more} more" if more else "")
+            )
         allure_link, allure_stats = None, allure_summary(None)
         if self.found.allure_files:
             allure = keep(read_allure_results(self.spark, self.found.allure_files))
@@ -189,7 +215,8 @@ class _Report:
             ("matrix", matrix),
             ("runs", runs),
             ("flaky", flaky),
-            ("durations", tables.durations(valid)),
+            # written twice (Parquet, JSON): kept, so the percentiles are computed once
+            ("durations", keep(tables.durations(valid))),
             ("invalid_records", invalid),
         ]:
             self._write(name, frame)
@@ -209,22 +236,17 @@ class _Report:
         self._write("coverage", self.spark.createDataFrame([c.as_row() for c in must_coverage], _COVERAGE_SCHEMA))
 
         self.stages.step("summary")
-        # Collected: the valid/invalid counts (two rows), the runs count and
-        # the first invalid records.
-        counts = {r.ok: r["count"] for r in records.groupBy(F.col("error").isNull().alias("ok")).count().collect()}
-        newest = valid.agg(F.max("ts")).first()[0]
-        invalid_rows = invalid.orderBy("sourceFile", "line").limit(INVALID_IN_SUMMARY).collect()
         implementations = implementation_summaries(compliance)
         summary: dict[str, Any] = {
-            "generated": generated_at(newest),
+            "generated": generated_at(counted.newest),
             "inputs": self.options.inputs,
             "records": {
-                "valid": counts.get(True, 0),
-                "invalid": counts.get(False, 0),
+                "valid": counted.valid,
+                "invalid": counted.invalid,
                 "files": len(self.found.records_files),
             },
             # a run is one invocation (one run id), however many protocols it covered
-            "runs": valid.select("run").distinct().count(),
+            "runs": counted.runs,
             "invalidRecords": [{"file": r.sourceFile, "line": r.line, "error": r.error} for r in invalid_rows],
             "allure": allure_stats,
             "implementations": implementations,
