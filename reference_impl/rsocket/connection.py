@@ -600,6 +600,11 @@ class Connection:
             return
         if self.role is Role.CLIENT:
             self._established = True
+        if isinstance(frame, Resume) and self.role is Role.SERVER:
+            # "A Server that receives a RESUME frame after a SETUP frame, SHOULD send an
+            # ERROR[CONNECTION_ERROR]" (and after a RESUME: the same)
+            self._connection_error(CONNECTION_ERROR, "RESUME on an established connection", events)
+            return
         if isinstance(frame, Keepalive) and self._retained is not None:
             self._retained.trim(frame.last_position)  # the peer has everything before it
         if isinstance(frame, (Setup, Resume, codec.ResumeOk, codec.Lease)):
