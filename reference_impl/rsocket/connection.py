@@ -40,8 +40,11 @@ Rules kept here:
   received position) and the frames sent from the client's last received position on, and
   the session goes on over the new transport (:class:`Resumed`); anything else gets
   ERROR[REJECTED_RESUME] and a close.  Without a store a SETUP with R gets
-  ERROR[REJECTED_SETUP] (the spec's words) and a RESUME ERROR[REJECTED_RESUME].  The client
-  side only counts positions (``setup(resume_token=...)``); it does not resume yet.
+  ERROR[REJECTED_SETUP] (the spec's words) and a RESUME ERROR[REJECTED_RESUME].  Client
+  side: ``setup(resume_token=...)`` counts positions and keeps sent frames the same way; after
+  :meth:`connection_lost` the session waits, :meth:`start_resume` sends the RESUME on a new
+  transport, RESUME_OK resends the frames past its position (:class:`Resumed`), and
+  ERROR[REJECTED_RESUME] closes.  The asyncio client does not use it yet.
 """
 
 from __future__ import annotations
@@ -246,6 +249,7 @@ class Connection:
         self.received_position = 0
         self.epoch = 0  # bumped by each resume: a transport serving an older epoch lets go
         self._handed_over = False  # this connection's RESUME took over a stored session
+        self._resuming = False  # client: RESUME sent, RESUME_OK not yet received
         self.app = None  # what runs on the connection (the server's service); kept over a resume
 
     # ------------------------------------------------------------------ properties
@@ -350,6 +354,8 @@ class Connection:
 
     def _request(self, kind: Kind, metadata: bytes | None, data: bytes, initial_n: int = 0,
                  complete: bool = False) -> int:
+        if self._resuming:  # "The client MUST NOT send any other frame types until resumption succeeds."
+            raise ProtocolViolation("resuming")
         if self.role is Role.SERVER and not self._established:
             raise ProtocolViolation("not-established")
         if kind in (Kind.STREAM, Kind.CHANNEL) and not 0 < initial_n <= MAX_U31:
@@ -516,19 +522,47 @@ class Connection:
 
     def _count(self, frame: codec.Frame, length: int) -> None:
         """The implied position of what we received ("Implied Position")."""
-        if self._retained is not None and codec.FRAME_TYPES[type(frame)] in POSITIONED:
+        if self._retained is not None and not self._resuming and codec.FRAME_TYPES[type(frame)] in POSITIONED:
             self.received_position += length
 
     def connection_lost(self) -> list[Event]:
         """The transport is gone.  A resumable server session stays in the store, streams and
         all, for a RESUME to take over; anything else is closed."""
         events: list[Event] = []
-        if (self.sessions is not None and self._retained is not None and not self._closed
-                and not self._retained.overflowed):
-            self.sessions.detach(self.resume_token, self, self._now)
-            return events
+        if self._retained is not None and not self._closed and not self._retained.overflowed:
+            if self.sessions is not None:
+                self.sessions.detach(self.resume_token, self, self._now)
+                return events
+            if self.role is Role.CLIENT and self._established:
+                return events  # waits for start_resume()
         self._close(ConnectionClosed("transport closed", by_peer=True), events)
         return events
+
+    def start_resume(self, now: float) -> None:
+        """Client side, on a new transport after :meth:`connection_lost`: send the RESUME
+        ("Resume Operation": the SETUP's token, the last position received from the server,
+        the first position we can send again)."""
+        if self.role is not Role.CLIENT or self._retained is None or self._closed:
+            raise ProtocolViolation("not-resumable")
+        self._decoder = codec.TcpDecoder(self._decoder.max_frame)
+        self._out.clear()
+        self._last_received = self._now = now
+        self._resuming = True
+        self._send(Resume(1, 0, self.resume_token, self.received_position, self._retained.first))
+
+    def _receive_resume_ok(self, frame: ResumeOk, events: list[Event]) -> None:
+        """Client side: resend every frame past the server's position, or give up."""
+        replay = self._retained.since(frame.last_received_client_position)
+        self._resuming = False
+        if replay is None:
+            # "MAY send an ERROR[CONNECTION_ERROR|CONNECTION_CLOSE] ... and MUST NOT attempt resumption again"
+            self._connection_error(CONNECTION_ERROR, "cannot resend from "
+                                   f"{frame.last_received_client_position}", events)
+            return
+        self._retained.trim(frame.last_received_client_position)
+        for encoded in replay:
+            self._out_raw(encoded)
+        events.append(Resumed(self))
 
     def resume(self, frame: Resume, now: float) -> str | None:
         """Server side: take ``frame`` (a RESUME naming this session) over a new transport.
@@ -594,6 +628,16 @@ class Connection:
                 events.append(FrameIgnored("unknown-extension", frame.stream_id))
             else:
                 self._connection_error(CONNECTION_ERROR, "unknown extension", events)
+            return
+        if self._resuming:
+            if isinstance(frame, ResumeOk):
+                self._receive_resume_ok(frame, events)
+            elif isinstance(frame, Error) and frame.stream_id == 0:
+                # "On receiving an ERROR[REJECTED_RESUME] frame, the client MUST NOT attempt resumption again."
+                self._close(ConnectionClosed(frame.data.decode("utf-8", "replace"), frame.code,
+                                             by_peer=True), events)
+            else:
+                events.append(FrameIgnored("before-resume-ok", frame.stream_id))
             return
         if isinstance(frame, Error):
             self._receive_error(frame, events)

@@ -25,7 +25,7 @@ from reference_impl.rsocket.codec import (
 #: PAYLOAD": the frame types that have an implied position ("Implied Position")
 POSITIONED = frozenset({REQUEST_RESPONSE, REQUEST_FNF, REQUEST_STREAM, REQUEST_CHANNEL, REQUEST_N,
                         CANCEL, ERROR, PAYLOAD})
-DEFAULT_MAX_BYTES = 4 << 20
+DEFAULT_MAX_BYTES = 1 << 20
 DEFAULT_KEEP_MS = 60_000
 DEFAULT_MAX_SESSIONS = 256
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from reference_impl.common.errors import ProtocolViolation
 from reference_impl.rsocket.connection import (
     ConnectionClosed, Connection, Resumed, Role, SetupAccepted, Transport,
 )
@@ -215,3 +218,54 @@ def test_resume_over_tcp_with_a_request_n_in_the_same_write():
                       + H("000007") + PAYLOAD_1
                       + H("000007" "00000001" "2820" "32") + H("000007" "00000001" "2820" "33")
                       + H("000007" "00000001" "2860" "34"))
+
+
+# ------------------------------------------------------------------ client side (sans-IO)
+
+def resumable_client() -> Connection:
+    """A client that sent SETUP with R and REQUEST (17), received PAYLOAD "0" (7), then lost its transport."""
+    conn = Connection(Role.CLIENT, Transport.WEBSOCKET, keepalive_ms=500, lifetime_ms=2000)
+    conn.setup(resume_token=b"tk")
+    assert conn.request_stream(b"range:5", initial_n=2) == 1
+    assert conn.messages_to_send() == [SETUP_R, REQUEST]
+    conn.receive_message(PAYLOAD_0)
+    assert conn.connection_lost() == []
+    return conn
+
+
+def test_client_resume_sends_its_positions_then_resends_what_the_server_missed():
+    conn = resumable_client()
+    conn.start_resume(now=1.0)
+    # the last server position received: 7; the first it can send again: 0
+    assert conn.messages_to_send() == [resume(7, 0)]
+    # RESUME_OK at 0: the server never got REQUEST, so it is sent again as it was
+    assert conn.receive_message(H("00000000" "3800" "0000000000000000")) == [Resumed(conn)]
+    assert conn.messages_to_send() == [REQUEST]
+    events = conn.receive_message(PAYLOAD_1)
+    assert events[0].data == b"1" and conn.received_position == 14
+
+
+def test_client_sends_no_request_until_resume_ok():
+    conn = resumable_client()
+    conn.start_resume(now=1.0)
+    with pytest.raises(ProtocolViolation, match="resuming"):
+        conn.request_response(b"echo:x")
+    assert conn.messages_to_send() == [resume(7, 0)]
+
+
+def test_client_gives_up_on_rejected_resume():
+    conn = resumable_client()
+    conn.start_resume(now=1.0)
+    conn.messages_to_send()
+    # stream 0 | ERROR 2c00 | REJECTED_RESUME 00000004 | "no"
+    events = conn.receive_message(H("00000000" "2c00" "00000004" "6e6f"))
+    assert events == [ConnectionClosed("no", 4, by_peer=True)] and conn.should_close
+
+
+def test_client_resume_ok_at_a_position_it_cannot_serve_is_a_connection_error():
+    conn = resumable_client()
+    conn.start_resume(now=1.0)
+    conn.messages_to_send()
+    conn.receive_message(H("00000000" "3800" "0000000000000005"))  # inside REQUEST
+    # stream 0 | ERROR 2c00 | CONNECTION_ERROR 00000101
+    assert conn.should_close and conn.messages_to_send()[0][:10] == H("00000000" "2c00" "00000101")
