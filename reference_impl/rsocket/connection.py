@@ -522,7 +522,8 @@ class Connection:
 
     def _count(self, frame: codec.Frame, length: int) -> None:
         """The implied position of what we received ("Implied Position")."""
-        if self._retained is not None and not self._resuming and codec.FRAME_TYPES[type(frame)] in POSITIONED:
+        if (self._retained is not None and not self._resuming
+                and codec.FRAME_TYPES[type(frame)] in POSITIONED):
             self.received_position += length
 
     def connection_lost(self) -> list[Event]:

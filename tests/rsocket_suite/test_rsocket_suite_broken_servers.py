@@ -17,8 +17,8 @@ from suite_helpers import Grade, all_cases, run_case
 CASES = all_cases("rsocket")
 SERVER_CASES = sorted(cid for cid, c in CASES.items() if c.role == "server")
 #: the cases that need a server which resumes (docs/profiles/rsocket.md, "Resumption")
-RESUME_CASES = sorted(cid for cid in SERVER_CASES
-                      if cid.startswith("rsocket/handshake/resume-") and cid != "rsocket/handshake/resume-without-session")
+RESUME_CASES = sorted(cid for cid in SERVER_CASES if cid.startswith("rsocket/handshake/resume-")
+                      and cid != "rsocket/handshake/resume-without-session")
 
 
 async def _run(bug: str | None, case_id: str, transport: str = "tcp"):
