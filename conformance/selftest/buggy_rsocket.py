@@ -41,6 +41,7 @@ BUGS = {
     "resume-ok-sent-position",     # RESUME_OK carries its own sent position, not the received one
     "resume-no-replay",            # resumes without resending the frames the client missed
     "resume-any-token",            # answers a RESUME with an unknown token RESUME_OK(0), a new session
+    "resume-lease-not-restarted",  # resumes a leased session without sending a new LEASE
 }
 
 _WRAP = 1 << 32
@@ -83,7 +84,11 @@ class BuggyConnection(Connection):
         super()._receive_resume(frame, events)
 
     def resume(self, frame, now):
+        lease = self._lease_left
+        if self.bug == "resume-lease-not-restarted":
+            self._lease_left = None  # the old lease goes on, and no LEASE is sent
         refused = super().resume(frame, now)
+        self._lease_left = lease if self._lease_left is None else self._lease_left
         if refused is None and self.bug == "resume-ok-sent-position":
             self._out[0] = self._out[0][:-8] + self.sent_position.to_bytes(8, "big")
         if refused is None and self.bug == "resume-no-replay":

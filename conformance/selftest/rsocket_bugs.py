@@ -34,6 +34,7 @@ BUG_TO_CASE = [
     ("resume-no-replay", "rsocket/handshake/resume-replays-missed-frames"),
     ("resume-any-token", "rsocket/handshake/resume-without-session"),
     ("resume-any-token", "rsocket/handshake/resume-other-token"),
+    ("resume-lease-not-restarted", "rsocket/handshake/resume-restarts-lease"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
