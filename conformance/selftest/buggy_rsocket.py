@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 
 from reference_impl.rsocket.codec import (
-    APPLICATION_ERROR, CONNECTION_ERROR, Error, Ext, Keepalive, Resume, Setup,
+    APPLICATION_ERROR, CONNECTION_ERROR, Error, Ext, Keepalive, Resume, ResumeOk, Setup,
 )
 from reference_impl.rsocket.connection import Connection, FrameIgnored, Kind, Role
 from reference_impl.rsocket.server import RSocketServer, start_server
@@ -38,6 +38,10 @@ BUGS = {
     "routing-ignored",             # routes by the data even when composite metadata carries a route
     "lease-not-sent",              # accepts a SETUP with L but never sends the LEASE
     "ids-never-reused",            # ignores a request on any stream id it has seen before
+    "resume-ok-sent-position",     # RESUME_OK carries its own sent position, not the received one
+    "resume-no-replay",            # resumes without resending the frames the client missed
+    "resume-any-token",            # answers a RESUME with an unknown token RESUME_OK(0), a new session
+    "resume-lease-not-restarted",  # resumes a leased session without sending a new LEASE
 }
 
 _WRAP = 1 << 32
@@ -71,6 +75,25 @@ class BuggyConnection(Connection):
                 self._connection_error(CONNECTION_ERROR, "unknown extension", events)
                 return
         super()._receive(frame, now, events)
+
+    def _receive_resume(self, frame, events) -> None:
+        if self.bug == "resume-any-token" and self.sessions is not None and frame.token not in self.sessions:
+            self._established = True
+            self._send(ResumeOk(0))
+            return
+        super()._receive_resume(frame, events)
+
+    def resume(self, frame, now):
+        lease = self._lease_left
+        if self.bug == "resume-lease-not-restarted":
+            self._lease_left = None  # the old lease goes on, and no LEASE is sent
+        refused = super().resume(frame, now)
+        self._lease_left = lease if self._lease_left is None else self._lease_left
+        if refused is None and self.bug == "resume-ok-sent-position":
+            self._out[0] = self._out[0][:-8] + self.sent_position.to_bytes(8, "big")
+        if refused is None and self.bug == "resume-no-replay":
+            del self._out[1:]
+        return refused
 
     def _grant_lease(self) -> None:
         if self.bug == "lease-not-sent":
@@ -153,10 +176,12 @@ async def start_buggy_server(bug: str | None, transport: str = "tcp") -> RSocket
     if bug is None:
         return server
 
-    def connection() -> tuple[Connection, TestService]:
-        conn = BuggyConnection(bug, Role.SERVER, server.transport, now=time.monotonic(), **server.options)
+    def connection() -> Connection:
+        conn = BuggyConnection(bug, Role.SERVER, server.transport, now=time.monotonic(),
+                               sessions=server.sessions, **server.options)
         service = _DataRoutedService if bug == "routing-ignored" else TestService
-        return conn, service(conn, server.shared)
+        conn.app = service(conn, server.shared)
+        return conn
 
     server._connection = connection  # this server's connections only
     return server

@@ -29,6 +29,12 @@ BUG_TO_CASE = [
     ("routing-ignored", "rsocket/extension-index/composite-routing-by-string"),
     ("lease-not-sent", "rsocket/handshake/lease-requested"),
     ("ids-never-reused", "rsocket/ack-wrap/stream-id-reuse-after-max"),
+    ("resume-ok-sent-position", "rsocket/handshake/resume-after-disconnect"),
+    ("resume-ok-sent-position", "rsocket/handshake/resume-replays-missed-frames"),
+    ("resume-no-replay", "rsocket/handshake/resume-replays-missed-frames"),
+    ("resume-any-token", "rsocket/handshake/resume-without-session"),
+    ("resume-any-token", "rsocket/handshake/resume-other-token"),
+    ("resume-lease-not-restarted", "rsocket/handshake/resume-restarts-lease"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [

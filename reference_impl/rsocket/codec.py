@@ -558,6 +558,7 @@ class TcpDecoder:
         self.max_frame = min(max_frame, MAX_FRAME)
         self._buf = bytearray()
         self._failed: FrameError | None = None
+        self.last_length = 0  # the last frame's length without its prefix (resume positions)
 
     @property
     def buffered(self) -> int:
@@ -565,6 +566,11 @@ class TcpDecoder:
 
     def feed(self, data: bytes) -> None:
         self._buf += data
+
+    def take_buffered(self) -> bytes:
+        """The bytes not yet decoded (a connection handing its transport to a resumed session)."""
+        out, self._buf = bytes(self._buf), bytearray()
+        return out
 
     def next_frame(self) -> Frame | None:
         """The next complete frame, or None until more bytes arrive.
@@ -587,6 +593,7 @@ class TcpDecoder:
             return None
         body = bytes(self._buf[3:3 + length])
         del self._buf[:3 + length]
+        self.last_length = length
         return decode_frame(body)
 
     def __iter__(self) -> Iterator[Frame]:

@@ -11,12 +11,14 @@ import pytest
 
 from conformance.selftest.buggy_rsocket import BUGS, start_buggy_server
 from conformance.selftest.rsocket_bugs import BUG_TO_CASE, SHOULD_BUG_TO_CASE
+from reference_impl.rsocket.server import start_server
 from suite_helpers import Grade, all_cases, run_case
 
 CASES = all_cases("rsocket")
 SERVER_CASES = sorted(cid for cid, c in CASES.items() if c.role == "server")
-#: the case a server without resumption (the reference) answers UNSUPPORTED, as the profile says
-UNSUPPORTED_BY_REFERENCE = {"rsocket/handshake/resume-requested"}
+#: the cases that need a server which resumes (docs/profiles/rsocket.md, "Resumption")
+RESUME_CASES = sorted(cid for cid in SERVER_CASES if cid.startswith("rsocket/handshake/resume-")
+                      and cid != "rsocket/handshake/resume-without-session")
 
 
 async def _run(bug: str | None, case_id: str, transport: str = "tcp"):
@@ -56,7 +58,18 @@ def test_the_bug_free_twin_passes_every_case(case_id: str, transport: str) -> No
     if case.transports and transport not in case.transports:
         pytest.skip(f"{case_id} runs on {case.transports} only")
     result = _grade(None, case_id, transport)
-    allowed = {Grade.PASSED, Grade.INFORMATIONAL}
-    if case_id in UNSUPPORTED_BY_REFERENCE:
-        allowed = {Grade.UNSUPPORTED}
-    assert result.grade in allowed, (result.grade, result.message)
+    assert result.grade in {Grade.PASSED, Grade.INFORMATIONAL}, (result.grade, result.message)
+
+
+@pytest.mark.parametrize("case_id", RESUME_CASES)
+def test_a_server_without_resumption_is_unsupported_on_the_resume_cases(case_id: str) -> None:
+    """It answers a SETUP with R by ERROR[REJECTED_SETUP] (the profile's decision): UNSUPPORTED, never FAILED."""
+    async def run():
+        server = await start_server(resume=False)
+        try:
+            return await run_case(CASES[case_id], server.url, "tcp")
+        finally:
+            await server.close()
+    result = asyncio.run(run())
+    assert result.grade is Grade.UNSUPPORTED, (result.grade, result.message)
+    assert "REJECTED_SETUP" in result.log.render()

@@ -24,10 +24,8 @@ def test_run_against_ref_is_all_passed_or_informational(tmp_path: Path) -> None:
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert {r["transport"] for r in records} == {"tcp", "ws"}
     grades = {(r["case"], r["transport"]): r["grade"] for r in records}
-    # the reference does not implement resumption: UNSUPPORTED there, as docs/profiles/rsocket.md says
-    unsupported = {"rsocket/handshake/resume-requested"}
-    wrong = {k: g for k, g in grades.items()
-             if g not in (("UNSUPPORTED",) if k[0] in unsupported else ("PASSED", "INFORMATIONAL"))}
+    # the reference resumes and grants LEASEs: nothing is UNSUPPORTED
+    wrong = {k: g for k, g in grades.items() if g not in ("PASSED", "INFORMATIONAL")}
     assert wrong == {}
     assert len({case for case, _ in grades}) >= 70
 
