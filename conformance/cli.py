@@ -148,7 +148,8 @@ def _cases(args: argparse.Namespace) -> int:
     for protocol in protocols:
         for path in sorted((scenarios_dir() / protocol).glob("*.yaml")):
             try:
-                loaded = load_file(path, adapter_for(protocol).frame_check)
+                adapter = adapter_for(protocol)
+                loaded = load_file(path, adapter.frame_check, adapter.shared_state_use)
             except ScenarioError as exc:
                 print(f"BROKEN {exc}")
                 status = 1

@@ -229,8 +229,8 @@ class ScenarioYamlFile(pytest.File):
             protocol = self.path.parent.name
             if protocol not in _protocols_present():  # a file outside scenarios/<protocol>/
                 protocol = _top_keys(self.path).get("protocol", "")
-            check = adapter_for(protocol).frame_check if protocol in _protocols_present() else None
-            loaded = load_file(self.path, check)
+            adapter = adapter_for(protocol) if protocol in _protocols_present() else None
+            loaded = load_file(self.path, adapter and adapter.frame_check, adapter and adapter.shared_state_use)
         except ScenarioError as exc:
             yield BrokenScenarioItem.from_parent(self, name="<file>", error=str(exc), case=None)
             return
