@@ -38,9 +38,9 @@ STARTUP_TIMEOUT = 20.0
 class LoopThread:
     """An event loop in a daemon thread, for servers that outlive one case."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "conformance-ref") -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="conformance-ref", daemon=True)
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self.thread.start()
 
     def run(self, coro, timeout: float):
