@@ -54,6 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--records", default=None, help="write result records (JSON lines) here")
     group.addoption("--wirelogs", default=None, help="write the wire log of every case that did not pass here")
     group.addoption("--run-id", default=None, help="run id for the records (default: generated)")
+    group.addoption("--schedule-log", default=None, metavar="FILE",
+                    help="write when each case ran (JSON lines: case, serial group, alone, start and end in s)")
     group.addoption("--jobs", default="1", metavar="N|auto",
                     help="cases run at once, each on its own connections (default 1); auto: "
                          f"{AUTO_JOBS} against ref and the project's own images, 1 against any other target. "
@@ -96,6 +98,10 @@ class _State:
         if self._jobs is not None:
             return self._jobs
         return AUTO_JOBS if _own_implementation(self.target_spec) else 1
+
+    @property
+    def scheduled(self) -> CaseScheduler | None:
+        return self._scheduler
 
     def scheduler(self) -> CaseScheduler:
         if self._scheduler is None:
@@ -219,6 +225,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash.get(_STATE, None)
+    if state is not None and session.config.option.schedule_log and state.scheduled is not None:
+        state.scheduled.write_spans(Path(session.config.option.schedule_log))
     results = getattr(session.config.option, "allure_report_dir", None)
     if state is None or not state.allure or not results or not state.writer.counts:
         return

@@ -23,8 +23,10 @@ import asyncio
 import concurrent.futures
 import heapq
 import itertools
+import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from conformance.targets import LoopThread
@@ -173,6 +175,15 @@ class CaseScheduler:
                 self._slots.release()
         finally:
             await self._gate.leave(alone)
+
+    def write_spans(self, path: Path) -> None:
+        """When each case ran, in seconds from the first start, one JSON object a line."""
+        spans = sorted(self.spans, key=lambda s: s.start)
+        origin = spans[0].start if spans else 0.0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps({"case": s.key, "group": s.group, "alone": s.alone,
+                                            "start": round(s.start - origin, 4), "end": round(s.end - origin, 4)}) + "\n"
+                                for s in spans))
 
     def close(self) -> None:
         """Cancel what has not finished (an interrupted run, -x), let it close its connections and
