@@ -75,6 +75,12 @@ class ProtocolAdapter:
                 return False, why
         return True, ""
 
+    def never_both(self, key: str, one: Any, other: Any) -> bool:
+        """No frame's field ``key`` matches both expected values: two different plain values of a
+        field matched exactly (payload specs, ranges and adapters' own kinds of field never say so).
+        Adapters whose field_matches reads a plain value otherwise override this too."""
+        return key != "payload" and isinstance(one, _PLAIN) and isinstance(other, _PLAIN) and one != other
+
     def field_matches(self, key: str, expected: Any, frame: Frame) -> tuple[bool, str]:
         """One named field: a payload spec, a range ({in}/{min}/{max}) or an exact value. Adapters
         whose frames carry other kinds of field override this and defer to it for the rest."""
@@ -91,6 +97,7 @@ class ProtocolAdapter:
 
 
 _MISSING = object()
+_PLAIN = (str, bytes, int, float, bool)
 _MACRO_DEPTH = 4
 
 
