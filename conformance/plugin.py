@@ -200,6 +200,16 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return None
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A case's duration (JUnit's time) is its own exchange's, not how long pytest's thread waited
+    for it: with --jobs that wait is whatever was left of a case that ran beside the ones before."""
+    outcome = yield
+    seconds = getattr(item, "case_seconds", None)
+    if call.when == "call" and seconds is not None:
+        outcome.get_result().duration = seconds
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
     """With --jobs above 1, every selected case is handed to the scheduler before the first one
@@ -351,6 +361,7 @@ class ScenarioItem(pytest.Item):
         self.add_marker(pytest.mark.conformance)
         self.user_properties.append(("requirement", case.requirement))
         self._pending: concurrent.futures.Future | _Early | None = None
+        self.case_seconds: float | None = None  # the exchange's own duration, once it ran
 
     def schedule(self, state: _State) -> None:
         """Start the case's exchange (or settle its grade when it cannot run); once per item."""
@@ -387,7 +398,9 @@ class ScenarioItem(pytest.Item):
         pending, self._pending = self._pending, _DONE
         if isinstance(pending, _Early):
             self._finish(state, pending.grade, None, None, pending.message, 0, None)
+            return
         result: CaseResult = pending.result()
+        self.case_seconds = result.duration_ms / 1000
         log_text = None  # only a case that did not pass keeps its wire log: render it only then
         if result.grade is not Grade.PASSED:
             log_text = result.log.render()
