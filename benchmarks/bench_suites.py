@@ -89,7 +89,7 @@ class CaseShape:
             parts.append(f"client role: the target's client runs {self.client_testcase!r}")
         if self.fixed_wait_ms >= 0.2 * max(duration_ms, 1):
             named = f" ({', '.join(sorted(self.wait_params))})" if self.wait_params else ""
-            parts.append(f"waits by design: {self.fixed_wait_ms / 1000:.1f} s of expect_silence/sleep{named}")
+            parts.append(f"waits by design: {self.fixed_wait_ms / 1000:.1f} s of expect_silence/sleep/keep_alive{named}")
         if self.timers:
             parts.append("waits on the target's timer (" + ", ".join(sorted(self.timers)) + ")")
         if self.fault:
@@ -124,6 +124,8 @@ def _walk(steps: list[dict[str, Any]], macros: dict, params: dict[str, int], sha
             shape.fixed_wait_ms += times * _millis(step["expect_silence"].get("for_ms", 0), params, shape.wait_params)
         elif "sleep_ms" in step:
             shape.fixed_wait_ms += times * _millis(step["sleep_ms"], params, shape.wait_params)
+        elif "keep_alive" in step:  # the target must stay open and silent for the whole window
+            shape.fixed_wait_ms += times * _millis(step["keep_alive"].get("for_ms", 0), params, shape.wait_params)
         elif "expect" in step or "expect_close" in step:
             spec = step.get("expect") or step.get("expect_close") or {}
             named: set[str] = set()
