@@ -96,9 +96,12 @@ def has_expression(value: Any) -> bool:
 
 
 def substitute(value: Any, names: dict[str, int]) -> Any:
-    """Replace '= expr' strings (in nested dicts/lists) by their value."""
+    """Replace '= expr' strings (in nested dicts/lists) by their value; a part that holds none is
+    returned as it is (not copied)."""
     if isinstance(value, str) and value.startswith("="):
         return evaluate(value, names)
+    if not has_expression(value):
+        return value
     if isinstance(value, dict):
         return {k: substitute(v, names) for k, v in value.items()}
     if isinstance(value, list):

@@ -114,7 +114,8 @@ class StmpClient:
         self._waiters[request_id] = waiter
         await self._link.flush()
         try:
-            return await asyncio.wait_for(waiter, self._options.request_timeout + REQUEST_MARGIN)
+            async with asyncio.timeout(self._options.request_timeout + REQUEST_MARGIN):  # no wait_for: a timer, no more
+                return await waiter
         finally:
             self._waiters.pop(request_id, None)
 
