@@ -59,7 +59,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--jobs", default="1", metavar="N|auto",
                     help="cases run at once, each on its own connections (default 1); auto: "
                          f"{AUTO_JOBS} against ref and the project's own images, 1 against any other target. "
-                         "Cases marked serial (shared target state) never overlap; results are reported in order")
+                         "Cases marked serial (shared target state) never overlap (against ref: each gets a "
+                         "server of its own); heavy cases run alone; results are reported in pytest's order")
 
 
 class _State:
@@ -389,6 +390,10 @@ class ScenarioItem(pytest.Item):
             self._pending = _Early(Grade.ERROR, str(exc))
             return
         group = f"{case.protocol} on {state.target_spec}" if case.serial else None
+        private = getattr(target, "private_endpoint", None)
+        if case.serial and case.role == "server" and private is not None:
+            # the in-process reference gives such a case a server of its own: no state to share, no turn to wait
+            exchange, group = partial(_on_private_server, private(case.protocol, self.transport), runner), None
         heavy = frame_steps(case.steps, adapter.macros) >= HEAVY_FRAMES
         self._pending = state.scheduler().submit(self.nodeid, group, exchange, alone=heavy)
 
@@ -475,6 +480,11 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, self.case.line - 1, f"{self.case.id} [{self.transport}]"
+
+
+async def _on_private_server(server, runner: CaseRunner) -> CaseResult:
+    async with server as url:
+        return await runner.against_server(url)
 
 
 @dataclass(frozen=True)

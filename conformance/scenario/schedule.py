@@ -5,10 +5,12 @@ scheduler (all of them at the start of the run with ``--jobs`` above 1) and repo
 pytest's order as their results come in, so records, JUnit and Allure read the same whatever the
 schedule.  A case never shares a connection with another: each opens its own.
 
-A ``serial`` case changes state its target shares between connections (topics, leases): it holds
-its group's lock (one per protocol) for its whole exchange, so no two such cases of a protocol
-overlap.  Serial cases are also first in line for a free slot: one after another they are the
-longest chain of the run, and starting it late would be what the run waits for at its end.
+A ``serial`` case changes state its target shares between connections (topics, leases).  Where
+the suite can make a target of the case's own (the in-process reference: a server starts in about
+a millisecond) the plugin gives it one and it runs like any other; elsewhere it holds its group's
+lock (one per protocol) for its whole exchange, so no two such cases of a protocol overlap.  Those
+are also first in line for a free slot: one after another they are the longest chain of the run,
+and starting it late would be what the run waits for at its end.
 
 A heavy case (its steps send or expect at least ``HEAVY_FRAMES`` frames, counted through repeats
 and macros) keeps a CPU busy for seconds, the suite's and, in-process, the target's: it runs

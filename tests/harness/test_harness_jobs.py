@@ -164,12 +164,16 @@ def test_scheduler_bounds_concurrency_serialises_groups_and_runs_heavy_alone():
 
 # -- the whole suite: --jobs 4 beside a serial run (slow, not timed) ------------------------------------
 
-def _run(out: Path, jobs: str) -> None:
-    command = [sys.executable, "-m", "conformance.cli", "run", "all", "--out", str(out), "--jobs", jobs,
-               "--", f"--schedule-log={out / 'spans.jsonl'}"]
+def _run(out: Path, jobs: str, what: str = "all", target: str = "ref") -> None:
+    command = [sys.executable, "-m", "conformance.cli", "run", what, "--target", target, "--out", str(out),
+               "--jobs", jobs, "--", f"--schedule-log={out / 'spans.jsonl'}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    timeout=900, check=False)
+
+
+def _spans(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "spans.jsonl").read_text().splitlines()]
 
 
 def _records(out: Path) -> list[dict]:
@@ -186,16 +190,15 @@ def _junit_cases(out: Path) -> list[tuple[str, str, str]]:
 
 @pytest.mark.slow
 def test_jobs_4_grades_every_case_as_a_serial_run_and_serial_cases_never_overlap(tmp_path):
-    serial, concurrent = tmp_path / "serial", tmp_path / "jobs4"
+    serial, concurrent, external = tmp_path / "serial", tmp_path / "jobs4", tmp_path / "external"
     _run(serial, "1")
     _run(concurrent, "4")
     one, four = _records(serial), _records(concurrent)
-    protocols = {r["protocol"] for r in one}
-    assert protocols == set(available())
+    assert {r["protocol"] for r in one} == set(available())
     # same cases, same grades, in the same order (the records and JUnit follow pytest's order)
     assert [(r["case"], r["transport"], r["grade"]) for r in four] == [(r["case"], r["transport"], r["grade"]) for r in one]
     assert _junit_cases(concurrent) == _junit_cases(serial)
-    spans = [json.loads(line) for line in (concurrent / "spans.jsonl").read_text().splitlines()]
+    spans = _spans(concurrent)
     assert len(spans) == len(one)
     # it did run concurrently: some two cases overlap, never more than four at once
     points = sorted([(s["start"], 1) for s in spans] + [(s["end"], -1) for s in spans], key=lambda p: (p[0], p[1]))
@@ -204,10 +207,29 @@ def test_jobs_4_grades_every_case_as_a_serial_run_and_serial_cases_never_overlap
         level += step
         most = max(most, level)
     assert 2 <= most <= 4
-    serial_spans = [s for s in spans if s["group"]]
-    assert serial_spans, "no serial case ran"
-    for i, a in enumerate(serial_spans):
-        for b in serial_spans[i + 1:]:
-            assert not (a["group"] == b["group"] and _overlap(a, b)), (a, b)
-    for heavy in (s for s in spans if s["alone"]):
-        assert not any(_overlap(heavy, s) for s in spans if s is not heavy), heavy
+    heavy = [s for s in spans if s["alone"]]
+    assert heavy, "no heavy case ran"
+    for case in heavy:
+        assert not any(_overlap(case, s) for s in spans if s is not case), case
+    # against ref a serial case has a server of its own and takes no turn; against a server the
+    # suite cannot multiply (here the reference mc0 broker as a cmd: target) serial cases take turns
+    _run(external, "4", "mc0", f"cmd:{sys.executable} -m conformance.cli serve mc0 --port {{port}}")
+    grades = {(r["case"], r["transport"]): r["grade"] for r in one if r["protocol"] == "mc0"}
+    assert {(r["case"], r["transport"]): r["grade"] for r in _records(external)} == grades
+    turns = [s for s in _spans(external) if s["group"]]
+    assert len(turns) == sum(1 for r in _records(external) if _serial("mc0", r["case"]))
+    assert turns and all(s["group"] == turns[0]["group"] for s in turns)
+    for i, a in enumerate(turns):
+        for b in turns[i + 1:]:
+            assert not _overlap(a, b), (a, b)
+    free = [s for s in _spans(external) if not s["group"]]
+    assert any(_overlap(a, b) for i, a in enumerate(free) for b in free[i + 1:]), "the other cases ran one by one"
+
+
+def _serial(protocol: str, case_id: str) -> bool:
+    adapter = adapter_for(protocol)
+    for path in (ROOT / "scenarios" / protocol).glob("*.yaml"):
+        for case in load_file(path, adapter.frame_check).cases:
+            if isinstance(case, Case) and case.id == case_id:
+                return case.serial
+    raise AssertionError(case_id)
