@@ -568,6 +568,8 @@ def main() -> None:
     parser.add_argument("--case", action="append", default=[], help="with --compare: also show this case's times")
     parser.add_argument("--pytest-arg", action="append", default=[], help="passed to pytest after --")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "bench" / "suites")
+    parser.add_argument("--jobs", default="1", metavar="N|auto",
+                        help="--jobs of each run outside --jobs-table (default 1: serial, as these tables always were)")
     parser.add_argument("--jobs-table", action="store_true",
                         help="each protocol and all together, serial beside --jobs auto (against ref)")
     args = parser.parse_args()
@@ -587,14 +589,15 @@ def main() -> None:
     pairs: list[tuple[SuiteRun, SuiteRun]] = []
     for n in range(args.runs):
         for protocol in args.protocols:
-            ref = run_suite(protocol, "ref", args.out / "ref" / protocol / f"run-{n}", keyword=args.keyword)
+            ref = run_suite(protocol, "ref", args.out / "ref" / protocol / f"run-{n}", keyword=args.keyword,
+                            jobs=args.jobs)
             ref_runs.append(ref)
             print(f"[run {n + 1}/{args.runs}] {protocol} ref: {ref.wall:.1f} s wall, {len(ref.records)} cases, "
                   f"exit {ref.code}, load {ref.load}", flush=True)
             if protocol in images:
                 image, params = images[protocol]
                 dock = run_suite(protocol, f"docker:{image}", args.out / "docker" / protocol / f"run-{n}", params,
-                                 impl_name=f"conformance-ref-{protocol}", keyword=args.keyword)
+                                 impl_name=f"conformance-ref-{protocol}", keyword=args.keyword, jobs=args.jobs)
                 pairs.append((ref, dock))
                 print(f"[run {n + 1}/{args.runs}] {protocol} docker:{image}: {dock.wall:.1f} s wall, "
                       f"{len(dock.records)} cases, exit {dock.code}, load {dock.load}", flush=True)
