@@ -56,8 +56,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--run-id", default=None, help="run id for the records (default: generated)")
     group.addoption("--schedule-log", default=None, metavar="FILE",
                     help="write when each case ran (JSON lines: case, serial group, alone, start and end in s)")
-    group.addoption("--jobs", default="1", metavar="N|auto",
-                    help="cases run at once, each on its own connections (default 1); auto: "
+    group.addoption("--jobs", default="auto", metavar="N|auto",
+                    help="cases run at once, each on its own connections; auto (the default): "
                          f"{AUTO_JOBS} against ref and the project's own images, 1 against any other target. "
                          "Cases marked serial (shared target state) never overlap (against ref: each gets a "
                          "server of its own); heavy cases run alone; results are reported in pytest's order")
@@ -91,6 +91,7 @@ class _State:
         except ValueError:
             raise pytest.UsageError(f"--jobs wants a whole number from 1 or auto, got {opt.jobs!r}") from None
         self._scheduler: CaseScheduler | None = None
+        self.scheduled_ahead = False  # with --jobs above 1: every selected case handed to the scheduler
 
     @property
     def jobs(self) -> int:
@@ -209,19 +210,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     seconds = getattr(item, "case_seconds", None)
     if call.when == "call" and seconds is not None:
         outcome.get_result().duration = seconds
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session: pytest.Session) -> None:
-    """With --jobs above 1, every selected case is handed to the scheduler before the first one
-    is reported; pytest's own loop then reports them in its order as their results arrive."""
-    state = session.config.stash.get(_STATE, None)
-    if state is None or session.config.option.collectonly or state.jobs == 1:
-        return None
-    for item in session.items:
-        if isinstance(item, ScenarioItem):
-            item.schedule(state)
-    return None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -399,6 +387,14 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         state: _State = self.config.stash[_STATE]
+        if state.jobs > 1 and not state.scheduled_ahead:
+            # the first case reached hands every selected case after it to the scheduler; pytest then
+            # reports them in its order as their results arrive (not sooner: a session that runs
+            # other tests first, as the project's own does, runs them undisturbed)
+            state.scheduled_ahead = True
+            for item in self.session.items[self.session.items.index(self):]:
+                if isinstance(item, ScenarioItem):
+                    item.schedule(state)
         self.schedule(state)
         pending, self._pending = self._pending, _DONE
         if isinstance(pending, _Early):
