@@ -5,6 +5,13 @@
     .venv/bin/python benchmarks/bench_suites.py --docker                 # and docker:conformance-ref-<p>:latest
     .venv/bin/python benchmarks/bench_suites.py --profile mtl            # cProfile (every thread) of one suite run
     .venv/bin/python benchmarks/bench_suites.py --markdown               # tables as markdown
+    .venv/bin/python benchmarks/bench_suites.py --jobs-table --markdown  # serial beside --jobs auto, each and all
+
+``--jobs-table`` runs each protocol serially (``--jobs 1``) and with ``--jobs auto``, then all
+of them together both ways, and prints per protocol and for all: the two walls, the designed waits
+(the silence and sleep the scenarios ask for, summed over the cases), the longest single case
+(from the serial run: the floor of a concurrent run), the ratios wall / longest case and wall /
+designed waits of the concurrent run, and whether both runs graded every case alike.
 
 Each run is ``python -m conformance.cli run P --target T --out OUT`` in a
 subprocess, timed from outside; its records give the cases, the grades and
@@ -49,7 +56,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-PROTOCOLS = ("stmp", "micromessage2", "rsio", "mc0", "mtl")
+
+def _protocols() -> tuple[str, ...]:
+    from conformance.protocols import available
+    return tuple(available())
+
+
+PROTOCOLS = _protocols()  # every protocol of this build, also one added later
 
 
 # -- what a case waits for, read from its scenario ----------------------------------------------
@@ -76,7 +89,7 @@ class CaseShape:
             parts.append(f"client role: the target's client runs {self.client_testcase!r}")
         if self.fixed_wait_ms >= 0.2 * max(duration_ms, 1):
             named = f" ({', '.join(sorted(self.wait_params))})" if self.wait_params else ""
-            parts.append(f"waits by design: {self.fixed_wait_ms / 1000:.1f} s of expect_silence/sleep{named}")
+            parts.append(f"waits by design: {self.fixed_wait_ms / 1000:.1f} s of expect_silence/sleep/keep_alive{named}")
         if self.timers:
             parts.append("waits on the target's timer (" + ", ".join(sorted(self.timers)) + ")")
         if self.fault:
@@ -111,6 +124,8 @@ def _walk(steps: list[dict[str, Any]], macros: dict, params: dict[str, int], sha
             shape.fixed_wait_ms += times * _millis(step["expect_silence"].get("for_ms", 0), params, shape.wait_params)
         elif "sleep_ms" in step:
             shape.fixed_wait_ms += times * _millis(step["sleep_ms"], params, shape.wait_params)
+        elif "keep_alive" in step:  # the target must stay open and silent for the whole window
+            shape.fixed_wait_ms += times * _millis(step["keep_alive"].get("for_ms", 0), params, shape.wait_params)
         elif "expect" in step or "expect_close" in step:
             spec = step.get("expect") or step.get("expect_close") or {}
             named: set[str] = set()
@@ -169,7 +184,10 @@ class SuiteRun:
     def shapes(self) -> dict[str, CaseShape]:
         key = (self.protocol, tuple(sorted(self.params.items())))
         if key not in _SHAPES:
-            _SHAPES[key] = case_shapes(self.protocol, self.params)
+            _SHAPES[key] = {}
+            for protocol in self.protocol.split():  # a run of several protocols: each with its own params
+                params = self.params if len(self.protocol.split()) == 1 else ref_params(protocol)
+                _SHAPES[key].update(case_shapes(protocol, params))
         return _SHAPES[key]
 
     def fixed_waits(self) -> float:
@@ -196,18 +214,20 @@ def ref_params(protocol: str) -> dict[str, int]:
 
 def run_suite(protocol: str, target: str, out: Path, params: dict[str, int] | None = None,
               impl_name: str | None = None, timeout: float = 1800, tree: Path = ROOT,
-              extra: list[str] | None = None, keyword: str | None = None) -> SuiteRun:
+              extra: list[str] | None = None, keyword: str | None = None, jobs: str | None = None) -> SuiteRun:
     out.mkdir(parents=True, exist_ok=True)
     records_file = out / "records.jsonl"
     if records_file.exists():
         records_file.unlink()
-    command = [sys.executable, "-m", "conformance.cli", "run", protocol, "--target", target, "--out", str(out)]
+    command = [sys.executable, "-m", "conformance.cli", "run", *protocol.split(), "--target", target, "--out", str(out)]
     for key, value in sorted((params or {}).items()):
         command += ["--param", f"{key}={value}"]
     if impl_name:
         command += ["--impl-name", impl_name]
     if keyword:
         command += ["-k", keyword]
+    if jobs:
+        command += ["--jobs", jobs]
     if extra:
         command += ["--", *extra]
     load = load_average()
@@ -218,7 +238,8 @@ def run_suite(protocol: str, target: str, out: Path, params: dict[str, int] | No
     wall = time.perf_counter() - started
     records = ([json.loads(line) for line in records_file.read_text().splitlines() if line.strip()]
                if records_file.exists() else [])
-    effective = {**(ref_params(protocol) if target == "ref" else _defaults(protocol)), **(params or {})}
+    first = protocol.split()[0]
+    effective = {**(ref_params(first) if target == "ref" else _defaults(first)), **(params or {})}
     return SuiteRun(protocol, target, proc.returncode, wall, records, f"{load} -> {load_average()}", effective)
 
 
@@ -335,6 +356,60 @@ def report_docker(pairs: list[tuple[SuiteRun, SuiteRun]], markdown: bool) -> Non
             print(f"{protocol}:")
             for label, value in zip(header[1:], row[1:]):
                 print(f"  {label:<62} {value}")
+
+
+# -- serial beside --jobs auto ----------------------------------------------------------------------
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def jobs_table(protocols: list[str], runs: int, out: Path, markdown: bool) -> None:
+    """Per protocol and for all: serial wall, --jobs auto wall, designed waits, the longest case, ratios."""
+    serial: dict[str, list[SuiteRun]] = {}
+    auto: dict[str, list[SuiteRun]] = {}
+    runs_of = [(p, p) for p in protocols] + ([("all", " ".join(protocols))] if len(protocols) > 1 else [])
+    for n in range(runs):
+        for name, label in runs_of:
+            for jobs, into in (("1", serial), ("auto", auto)):
+                run = run_suite(label, "ref", out / "jobs" / name / f"jobs-{jobs}" / f"run-{n}", jobs=jobs)
+                into.setdefault(name, []).append(run)
+                print(f"[run {n + 1}/{runs}] {name} --jobs {jobs}: {run.wall:.1f} s wall, {len(run.records)} results, "
+                      f"exit {run.code}, load {run.load}", flush=True)
+    header = ("protocol", "results", "serial wall", "--jobs auto wall", "speed-up", "designed waits",
+              "longest case", "auto wall / longest case", "auto wall / designed waits", "same grades",
+              "load (1 min, before -> after)")
+    if markdown:
+        print("\n| " + " | ".join(header) + " |\n|---|" + "---:|" * 8 + "---|---|")
+    else:
+        print()
+    waits_of: dict[str, float] = {}
+    longest_of: dict[str, tuple[float, str]] = {}
+    for protocol in protocols:
+        waits_of[protocol] = _median([r.fixed_waits() for r in serial[protocol]])
+        longest = max(((r["durationMs"] / 1000, f"{r['case']} [{r['transport']}]")
+                       for run in serial[protocol] for r in run.records), default=(0.0, "-"))
+        longest_of[protocol] = longest
+    waits_of["all"] = sum(waits_of[p] for p in protocols)
+    longest_of["all"] = max(longest_of[p] for p in protocols)
+    for name, _ in runs_of:
+        s_wall, a_wall = _median([r.wall for r in serial[name]]), _median([r.wall for r in auto[name]])
+        waits, (longest, longest_case) = waits_of[name], longest_of[name]
+        same = all(_grades_by_case(a) == _grades_by_case(b) for a in serial[name] for b in auto[name])
+        row = (name, str(len(serial[name][-1].records)), f"{s_wall:.1f} s", f"{a_wall:.1f} s",
+               f"{s_wall / a_wall:.1f}x" if a_wall else "-", f"{waits:.1f} s", f"{longest:.1f} s ({longest_case})",
+               f"{a_wall / longest:.2f}" if longest else "-", f"{a_wall / waits:.2f}" if waits else "-",
+               "yes" if same else "NO", "; ".join(r.load for r in auto[name]))
+        if markdown:
+            print("| " + " | ".join(row) + " |")
+        else:
+            print(f"{name}:")
+            for label, value in zip(header[1:], row[1:]):
+                print(f"  {label:<28} {value}")
+
+
+def _grades_by_case(run: SuiteRun) -> dict[tuple[str, str], str]:
+    return {(r["case"], r["transport"]): r["grade"] for r in run.records}
 
 
 # -- cProfile of a whole run, every thread ---------------------------------------------------------
@@ -493,8 +568,15 @@ def main() -> None:
     parser.add_argument("--case", action="append", default=[], help="with --compare: also show this case's times")
     parser.add_argument("--pytest-arg", action="append", default=[], help="passed to pytest after --")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "bench" / "suites")
+    parser.add_argument("--jobs", default="1", metavar="N|auto",
+                        help="--jobs of each run outside --jobs-table (default 1: serial, as these tables always were)")
+    parser.add_argument("--jobs-table", action="store_true",
+                        help="each protocol and all together, serial beside --jobs auto (against ref)")
     args = parser.parse_args()
 
+    if args.jobs_table:
+        jobs_table(args.protocols, args.runs, args.out, args.markdown)
+        return
     if args.compare:
         compare_trees(args.compare, args.protocols, args.runs, args.out, args.case, args.pytest_arg)
         return
@@ -507,14 +589,15 @@ def main() -> None:
     pairs: list[tuple[SuiteRun, SuiteRun]] = []
     for n in range(args.runs):
         for protocol in args.protocols:
-            ref = run_suite(protocol, "ref", args.out / "ref" / protocol / f"run-{n}", keyword=args.keyword)
+            ref = run_suite(protocol, "ref", args.out / "ref" / protocol / f"run-{n}", keyword=args.keyword,
+                            jobs=args.jobs)
             ref_runs.append(ref)
             print(f"[run {n + 1}/{args.runs}] {protocol} ref: {ref.wall:.1f} s wall, {len(ref.records)} cases, "
                   f"exit {ref.code}, load {ref.load}", flush=True)
             if protocol in images:
                 image, params = images[protocol]
                 dock = run_suite(protocol, f"docker:{image}", args.out / "docker" / protocol / f"run-{n}", params,
-                                 impl_name=f"conformance-ref-{protocol}", keyword=args.keyword)
+                                 impl_name=f"conformance-ref-{protocol}", keyword=args.keyword, jobs=args.jobs)
                 pairs.append((ref, dock))
                 print(f"[run {n + 1}/{args.runs}] {protocol} docker:{image}: {dock.wall:.1f} s wall, "
                       f"{len(dock.records)} cases, exit {dock.code}, load {dock.load}", flush=True)

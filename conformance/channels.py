@@ -84,8 +84,11 @@ class TcpChannel:
             self._tap.sent(data)
         try:
             self._writer.write(data)
-            async with asyncio.timeout(10):  # not wait_for: see recv
-                await self._writer.drain()
+            if self._writer.transport.get_write_buffer_size():  # the peer is not reading: bounded wait
+                async with asyncio.timeout(10):  # not wait_for: see recv
+                    await self._writer.drain()
+            else:
+                await self._writer.drain()  # returns at once; raises if the connection was lost
         except (OSError, TimeoutError) as exc:
             self._log.note(f"send failed: {exc!r}")
             self.closed = True
@@ -99,7 +102,8 @@ class TcpChannel:
             # read() does not suspend while bytes are buffered: yield once per chunk so the
             # case deadline lands between chunks, not after the whole backlog.
             async with asyncio.timeout(timeout):
-                await asyncio.sleep(0)
+                if self._reader._buffer:  # read() will not suspend (a round trip's reply does not need this)
+                    await asyncio.sleep(0)
                 data = await self._reader.read(READ_CHUNK)
         except TimeoutError:
             raise Deadline() from None

@@ -2,7 +2,7 @@
 
     conformance serve stmp --port 9000 [--transport ws]
     conformance serve stmp --role client --connect tcp://127.0.0.1:9000 --testcase echo
-    conformance run stmp --target tcp://127.0.0.1:9000 [--out DIR] [-k CASE-ID] [--strict]
+    conformance run stmp --target tcp://127.0.0.1:9000 [--out DIR] [-k CASE-ID] [--strict] [--jobs N|auto]
                          [--summary-md FILE [--baseline RECORDS]]
     conformance cases [stmp]
     conformance vectors check [PATH ...]
@@ -102,6 +102,7 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
         argv.append(f"--param={param}")
     if args.time_scale is not None:
         argv.append(f"--time-scale={args.time_scale}")
+    argv.append(f"--jobs={args.jobs}")
     argv += ["-q", "-rfE"] + extra
     if args.pcap:
         from conformance.trace import capture
@@ -148,7 +149,8 @@ def _cases(args: argparse.Namespace) -> int:
     for protocol in protocols:
         for path in sorted((scenarios_dir() / protocol).glob("*.yaml")):
             try:
-                loaded = load_file(path, adapter_for(protocol).frame_check)
+                adapter = adapter_for(protocol)
+                loaded = load_file(path, adapter.frame_check, adapter.shared_state_use)
             except ScenarioError as exc:
                 print(f"BROKEN {exc}")
                 status = 1
@@ -207,6 +209,15 @@ def _check_trace(args: argparse.Namespace) -> int:
         return 2
 
 
+def _jobs(text: str) -> str:
+    from conformance.scenario.schedule import parse_jobs
+    try:
+        parse_jobs(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number from 1, or auto; got {text!r}") from None
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="conformance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -254,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write the suite's traffic as a pcapng capture (for Wireshark and check-trace)")
     run.add_argument("--time-scale", default=None, metavar="F", type=_time_scale,
                      help="stretch every wait on the target by F > 0 (a slow target); default 1")
+
+    run.add_argument("--jobs", default="auto", metavar="N|auto", type=_jobs,
+                     help="cases at once, each on its own connections (protocols side by side); default auto: "
+                          "concurrent against ref and the suite's own images, one at a time against any other "
+                          "target unless N is given. Reports keep the serial order")
 
     cases = sub.add_parser("cases", help="list the cases")
     cases.add_argument("protocols", nargs="*")

@@ -11,9 +11,11 @@ is in the records (--records) and the terminal summary.
 
 from __future__ import annotations
 
-import asyncio
+import concurrent.futures
 import re
 import sys
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,8 @@ from conformance.grading import Grade
 from conformance.protocols import adapter_for
 from conformance.records import RecordWriter, grade_table, new_run_id, utc_now
 from conformance.scenario.loader import MAX_FILE_BYTES, BrokenCase, Case, ScenarioError, load_file
-from conformance.scenario.runner import CaseRunner
+from conformance.scenario.runner import CaseResult, CaseRunner
+from conformance.scenario.schedule import AUTO_JOBS, HEAVY_FRAMES, CaseScheduler, frame_steps, parse_jobs
 from conformance.scenario.timing import parse_time_scale
 from conformance.targets import Target, TargetError, parse_target, probe_endpoint
 from conformance.vectors.check import VectorFileError, adapter_for as vector_adapter, check_test, load_vector_file
@@ -51,6 +54,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--records", default=None, help="write result records (JSON lines) here")
     group.addoption("--wirelogs", default=None, help="write the wire log of every case that did not pass here")
     group.addoption("--run-id", default=None, help="run id for the records (default: generated)")
+    group.addoption("--schedule-log", default=None, metavar="FILE",
+                    help="write when each case ran (JSON lines: case, serial group, alone, start and end in s)")
+    group.addoption("--jobs", default="auto", metavar="N|auto",
+                    help="cases run at once, each on its own connections; auto (the default): "
+                         f"{AUTO_JOBS} against ref and the project's own images, 1 against any other target. "
+                         "Cases marked serial (shared target state) never overlap (against ref: each gets a "
+                         "server of its own); heavy cases run alone; results are reported in pytest's order")
 
 
 class _State:
@@ -76,6 +86,29 @@ class _State:
         # (protocol, transport) -> (url, error): each endpoint is started and probed once per run
         self._endpoints: dict[tuple[str, str], tuple[str | None, str | None]] = {}
         self.allure = config.pluginmanager.hasplugin("allure_pytest")
+        try:
+            self._jobs = parse_jobs(opt.jobs)
+        except ValueError:
+            raise pytest.UsageError(f"--jobs wants a whole number from 1 or auto, got {opt.jobs!r}") from None
+        self._scheduler: CaseScheduler | None = None
+        self.scheduled_ahead = False  # with --jobs above 1: every selected case handed to the scheduler
+
+    @property
+    def jobs(self) -> int:
+        """Cases at once: --jobs N, or for auto, concurrent against the suite's own implementations only
+        (a user's server may not welcome a dozen connections at once: they ask with --jobs N)."""
+        if self._jobs is not None:
+            return self._jobs
+        return AUTO_JOBS if _own_implementation(self.target_spec) else 1
+
+    @property
+    def scheduled(self) -> CaseScheduler | None:
+        return self._scheduler
+
+    def scheduler(self) -> CaseScheduler:
+        if self._scheduler is None:
+            self._scheduler = CaseScheduler(self.jobs)
+        return self._scheduler
 
     def target(self) -> Target:
         if self._target_error:
@@ -122,8 +155,18 @@ class _State:
         return self._target_version or "unknown"
 
     def close(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.close()  # the cases end before the servers they talk to
         if self._target is not None:
             self._target.close()
+
+
+#: docker images the project builds of its own implementations (conformance/images)
+_OWN_IMAGE_PREFIXES = ("docker:conformance-ref-",)
+
+
+def _own_implementation(spec: str) -> bool:
+    return spec in ("ref", "reference") or spec.startswith(_OWN_IMAGE_PREFIXES)
 
 
 def _parse_params(items: list[str]) -> dict[str, int]:
@@ -159,6 +202,16 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return None
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A case's duration (JUnit's time) is its own exchange's, not how long pytest's thread waited
+    for it: with --jobs that wait is whatever was left of a case that ran beside the ones before."""
+    outcome = yield
+    seconds = getattr(item, "case_seconds", None)
+    if call.when == "call" and seconds is not None:
+        outcome.get_result().duration = seconds
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
     if state is not None:
@@ -171,6 +224,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash.get(_STATE, None)
+    if state is not None and session.config.option.schedule_log and state.scheduled is not None:
+        state.scheduled.write_spans(Path(session.config.option.schedule_log))
     results = getattr(session.config.option, "allure_report_dir", None)
     if state is None or not state.allure or not results or not state.writer.counts:
         return
@@ -229,8 +284,8 @@ class ScenarioYamlFile(pytest.File):
             protocol = self.path.parent.name
             if protocol not in _protocols_present():  # a file outside scenarios/<protocol>/
                 protocol = _top_keys(self.path).get("protocol", "")
-            check = adapter_for(protocol).frame_check if protocol in _protocols_present() else None
-            loaded = load_file(self.path, check)
+            adapter = adapter_for(protocol) if protocol in _protocols_present() else None
+            loaded = load_file(self.path, adapter and adapter.frame_check, adapter and adapter.shared_state_use)
         except ScenarioError as exc:
             yield BrokenScenarioItem.from_parent(self, name="<file>", error=str(exc), case=None)
             return
@@ -294,12 +349,15 @@ class ScenarioItem(pytest.Item):
         self.transport = transport
         self.add_marker(pytest.mark.conformance)
         self.user_properties.append(("requirement", case.requirement))
+        self._pending: concurrent.futures.Future | _Early | None = None
+        self.case_seconds: float | None = None  # the exchange's own duration, once it ran
 
-    def runtest(self) -> None:
-        state: _State = self.config.stash[_STATE]
+    def schedule(self, state: _State) -> None:
+        """Start the case's exchange (or settle its grade when it cannot run); once per item."""
+        if self._pending is not None:
+            return
         case = self.case
         adapter = adapter_for(case.protocol)
-        result = None
         try:
             target = state.target()
             params = {**target.params(case.protocol), **state.params}
@@ -307,22 +365,48 @@ class ScenarioItem(pytest.Item):
             if case.role == "client":
                 launcher = target.client_launcher(case.protocol)
                 if launcher is None:
-                    self._finish(state, Grade.NOT_APPLICABLE, None, None,
-                                 "the target offers no client role (use --target-client)", 0, None)
-                result = asyncio.run(runner.against_client(launcher))
+                    self._pending = _Early(Grade.NOT_APPLICABLE, "the target offers no client role (use --target-client)")
+                    return
+                exchange = partial(runner.against_client, launcher)
             else:
                 url = state.endpoint(case.protocol, self.transport)
                 if url is None:
-                    self._finish(state, Grade.NOT_APPLICABLE, None, None,
-                                 f"the target offers no {self.transport} endpoint", 0, None)
-                result = asyncio.run(runner.against_server(url))
+                    self._pending = _Early(Grade.NOT_APPLICABLE, f"the target offers no {self.transport} endpoint")
+                    return
+                exchange = partial(runner.against_server, url)
         except TargetError as exc:
-            self._finish(state, Grade.ERROR, None, None, str(exc), 0, None)
+            self._pending = _Early(Grade.ERROR, str(exc))
+            return
+        group = f"{case.protocol} on {state.target_spec}" if case.serial else None
+        private = getattr(target, "private_endpoint", None)
+        if case.serial and case.role == "server" and private is not None:
+            # the in-process reference gives such a case a server of its own: no state to share, no turn to wait
+            exchange, group = partial(_on_private_server, private(case.protocol, self.transport), runner), None
+        heavy = frame_steps(case.steps, adapter.macros) >= HEAVY_FRAMES
+        self._pending = state.scheduler().submit(self.nodeid, group, exchange, alone=heavy)
+
+    def runtest(self) -> None:
+        state: _State = self.config.stash[_STATE]
+        if state.jobs > 1 and not state.scheduled_ahead:
+            # the first case reached hands every selected case after it to the scheduler; pytest then
+            # reports them in its order as their results arrive (not sooner: a session that runs
+            # other tests first, as the project's own does, runs them undisturbed)
+            state.scheduled_ahead = True
+            for item in self.session.items[self.session.items.index(self):]:
+                if isinstance(item, ScenarioItem):
+                    item.schedule(state)
+        self.schedule(state)
+        pending, self._pending = self._pending, _DONE
+        if isinstance(pending, _Early):
+            self._finish(state, pending.grade, None, None, pending.message, 0, None)
+            return
+        result: CaseResult = pending.result()
+        self.case_seconds = result.duration_ms / 1000
         log_text = None  # only a case that did not pass keeps its wire log: render it only then
         if result.grade is not Grade.PASSED:
             log_text = result.log.render()
-            if target.logs():
-                log_text += "\n" + target.logs()
+            if logs := state.target().logs():
+                log_text += "\n" + logs
         self._finish(state, result.grade, result.exchange, result.close, result.message, result.duration_ms, log_text)
 
     def _finish(self, state: _State, grade: Grade, exchange: Grade | None, close: Grade | None, message: str,
@@ -392,6 +476,22 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, self.case.line - 1, f"{self.case.id} [{self.transport}]"
+
+
+async def _on_private_server(server, runner: CaseRunner) -> CaseResult:
+    async with server as url:
+        return await runner.against_server(url)
+
+
+@dataclass(frozen=True)
+class _Early:
+    """A grade settled before any exchange: the target offers no endpoint, or could not start."""
+
+    grade: Grade
+    message: str
+
+
+_DONE = _Early(Grade.ERROR, "the case was already run")
 
 
 class CaseFailed(AssertionError):

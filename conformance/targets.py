@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from contextlib import asynccontextmanager
 from typing import Callable
 from urllib.parse import urlsplit
 
@@ -38,9 +39,9 @@ STARTUP_TIMEOUT = 20.0
 class LoopThread:
     """An event loop in a daemon thread, for servers that outlive one case."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "conformance-ref") -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="conformance-ref", daemon=True)
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self.thread.start()
 
     def run(self, coro, timeout: float):
@@ -81,6 +82,20 @@ class RefTarget(Target):
     def own_client_launcher(self, protocol: str) -> ClientLauncher:
         adapter = adapter_for(protocol)
         return lambda testcase, url: adapter.run_reference_client(url, testcase)
+
+    @asynccontextmanager
+    async def private_endpoint(self, protocol: str, transport: str):
+        """A server of the case's own, started in the servers' thread (about a millisecond), for a
+        case that changes state the shared one would show other cases: that case then needs no turn."""
+        if self._loop is None:
+            raise TargetError("the reference servers' thread is not running: ask endpoint() first")
+        loop = self._loop.loop
+        server = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+            adapter_for(protocol).start_reference(transport, self.params(protocol)), loop))
+        try:
+            yield server.url
+        finally:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(server.close(), loop))
 
     def close(self) -> None:
         if self._loop is None:

@@ -27,6 +27,7 @@ import re
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
 SENT, RECEIVED, NOTE = ">>", "<<", "--"
 _MAX_LOGGED = 4096  # bytes of one chunk kept and shown; the rest is counted
@@ -78,6 +79,22 @@ class WireEntry:
         return f"{stamp} bytes[{self.length}]{masked}\n{hexdump(data, size=self.length)}"
 
 
+class _Later:
+    """A decoded-frame note whose text is made when the log is rendered."""
+
+    __slots__ = ("direction", "make")
+
+    def __init__(self, direction: str, make: Callable[[], str]) -> None:
+        self.direction = direction
+        self.make = make
+
+    def __len__(self) -> int:
+        return 0  # a note, never truncated
+
+    def __str__(self) -> str:
+        return f"{self.direction} decoded: {self.make()}"
+
+
 class WireLog:
     def __init__(self) -> None:
         self.started = time.monotonic()
@@ -112,12 +129,19 @@ class WireLog:
     def note(self, text: str) -> None:
         self._add(NOTE, text)
 
-    def decoded(self, direction: str, summary: str) -> None:
+    def decoded(self, direction: str, summary: str | Callable[[], str]) -> None:
         """A frame as the protocol reads it, under the chunk(s) that carried it, so the log
-        shows the decoded frame beside its hex dump."""
-        self._add(NOTE, f"{direction} decoded: {summary}")
+        shows the decoded frame beside its hex dump.  ``summary`` may be a function: it is called
+        only for an entry the log keeps, when it is rendered (most of a volume case's are not)."""
+        if callable(summary):
+            self._add(NOTE, _Later(direction, summary))  # type: ignore[arg-type]
+        else:
+            self._add(NOTE, f"{direction} decoded: {summary}")
 
     def render(self) -> str:
+        for entry in (*self._head, *self._tail):
+            if isinstance(entry.data, _Later):
+                entry.data = str(entry.data)
         head, tail = self._head, list(self._tail)
         parts = [(head, False, True), (tail, True, False)] if self.dropped else [(head + tail, False, False)]
         shown = _redacted(parts, sorted(_SECRETS, key=len, reverse=True))

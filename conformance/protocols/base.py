@@ -55,6 +55,17 @@ class ProtocolAdapter:
     run_reference_client: Callable[[str, str], Awaitable[int]]
     serve: Callable[[Any], int]
     extra: dict[str, Any] = field(default_factory=dict)
+    #: what a sent frame does to state the target shares between connections (topics, leases), as the
+    #: words a loader error names ("subscribes to a topic"), or None: such a case must be `serial`
+    shared_state: Callable[[dict[str, Any]], str | None] | None = None
+
+    def shared_state_use(self, case: dict[str, Any]) -> tuple[tuple, str] | None:
+        """The first step of a raw case that touches the target's shared state, and what it does.
+
+        Checkably: a `send` (also inside `repeat` and the adapter's macros) that the adapter's
+        ``shared_state`` names, or a `connect` without a port (a second client of the target:
+        fan-out between connections)."""
+        return _shared_step(self, case.get("steps", []), ("steps",), 0)
 
     def matches(self, spec: dict[str, Any], frame: Frame) -> tuple[bool, str]:
         """Does the frame have every field the (normalized) spec names?"""
@@ -63,6 +74,12 @@ class ProtocolAdapter:
             if not ok:
                 return False, why
         return True, ""
+
+    def never_both(self, key: str, one: Any, other: Any) -> bool:
+        """No frame's field ``key`` matches both expected values: two different plain values of a
+        field matched exactly (payload specs, ranges and adapters' own kinds of field never say so).
+        Adapters whose field_matches reads a plain value otherwise override this too."""
+        return key != "payload" and isinstance(one, _PLAIN) and isinstance(other, _PLAIN) and one != other
 
     def field_matches(self, key: str, expected: Any, frame: Frame) -> tuple[bool, str]:
         """One named field: a payload spec, a range ({in}/{min}/{max}) or an exact value. Adapters
@@ -80,6 +97,30 @@ class ProtocolAdapter:
 
 
 _MISSING = object()
+_PLAIN = (str, bytes, int, float, bool)
+_MACRO_DEPTH = 4
+
+
+def _shared_step(adapter: ProtocolAdapter, steps: Any, path: tuple, depth: int) -> tuple[tuple, str] | None:
+    for index, step in enumerate(steps if isinstance(steps, list) else []):
+        if not isinstance(step, dict):
+            continue
+        where = path + (index,)
+        send, connect = step.get("send"), step.get("connect")
+        if isinstance(send, dict) and adapter.shared_state is not None and (what := adapter.shared_state(send)):
+            return where + ("send",), what
+        if isinstance(connect, dict) and connect.get("port") is None:
+            return where + ("connect",), "opens a second client of the target (fan-out between connections)"
+        if isinstance(step.get("repeat"), dict):
+            found = _shared_step(adapter, step["repeat"].get("steps"), where + ("repeat", "steps"), depth)
+        elif step.get("macro") in adapter.macros and depth < _MACRO_DEPTH:
+            found = _shared_step(adapter, adapter.macros[step["macro"]], where + ("macro",), depth + 1)
+            found = (where + ("macro",), f"runs macro {step['macro']!r}, which {found[1]}") if found else None
+        else:
+            found = None
+        if found:
+            return found
+    return None
 
 
 def _in_range(key: str, actual: Any, spec: dict[str, Any]) -> tuple[bool, str]:

@@ -376,6 +376,12 @@ HANDSHAKE = [
     {"expect": {"zmtp": "ready"}},
 ]
 
+def shared_state(spec: dict[str, Any]) -> str | None:
+    """Topics are the broker's, shared by every connection: a SUB, UNSUB or PUT of one case would
+    reach (or miss) another case's subscriber."""
+    return {"SUB": "subscribes to a topic", "UNSUB": "unsubscribes from a topic",
+            "PUT": "publishes to a topic"}.get(str(spec.get("verb", "")).upper())
+
 ADAPTER = ProtocolAdapter(
     name="mc0",
     transports=("zmtp",),
@@ -400,4 +406,5 @@ ADAPTER = ProtocolAdapter(
     start_reference=start_reference,
     run_reference_client=run_reference_client,
     serve=serve,
+    shared_state=shared_state,
 )

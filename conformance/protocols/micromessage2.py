@@ -401,6 +401,22 @@ MACROS = {
     "handshake-json-dotnet": _handshake_macro("json;dotnet"),
 }
 
+#: destinations served per connection (the profile's echo and push); any other one is the broker's
+_OWN_DESTINATIONS = ("test/echo", "test/push")
+
+
+def shared_state(spec: dict[str, Any]) -> str | None:
+    """Subscriptions are the server's, shared by every connection: a subscribe, an unsubscribe or a
+    SEND to a destination other than echo and push reaches (or misses) another case's subscriber."""
+    kind = str(spec.get("frame", "send"))
+    if kind == "command":
+        name = str(spec.get("name") or str(spec.get("payload", "")).split(";")[0]).lower()
+        return {"subscribe": "subscribes to a destination", "unsubscribe": "unsubscribes from a destination"}.get(name)
+    destination = spec.get("destination")
+    if kind == "send" and destination is not None and destination not in _OWN_DESTINATIONS:
+        return f"publishes to {destination!r}"
+    return None
+
 ADAPTER = Micromessage2Adapter(
     name="micromessage2",
     transports=("tcp",),
@@ -417,4 +433,5 @@ ADAPTER = Micromessage2Adapter(
     start_reference=start_reference,
     run_reference_client=run_reference_client,
     serve=serve,
+    shared_state=shared_state,
 )

@@ -404,6 +404,12 @@ MACROS: dict[str, list[dict[str, Any]]] = {
     "reader-full": _lease_macro("reader", "full", "reader", summon=True),
 }
 
+def shared_state(spec: dict[str, Any]) -> str | None:
+    """Leases are the broker's: it keeps a bounded number of unclaimed ones (the oldest go first) and
+    routes Content by resource between every lease holder, whichever connection asked."""
+    command = str(spec.get("command", "")).lower()
+    return "asks for a lease" if command in ("connection.writer", "connection.reader") else None
+
 ADAPTER = MtlAdapter(
     name="mtl",
     transports=("zmtp",),
@@ -419,4 +425,5 @@ ADAPTER = MtlAdapter(
     start_reference=start_reference,
     run_reference_client=run_reference_client,
     serve=serve,
+    shared_state=shared_state,
 )

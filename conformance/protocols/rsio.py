@@ -329,6 +329,10 @@ class RsioAdapter(ProtocolAdapter):
             return ok, f"{key}: {why}"
         return super().field_matches(key, expected, frame)
 
+    def never_both(self, key: str, one: Any, other: Any) -> bool:
+        # `type: element` matches several types, and byte fields take payload specs
+        return key == "type" and ELEMENT not in (one, other) and super().never_both(key, one, other)
+
 
 def _allowed_keys(spec: dict[str, Any], *, send: bool) -> set[str] | None:
     """Field names allowed with this spec's type (None: the type itself is wrong)."""

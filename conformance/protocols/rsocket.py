@@ -432,6 +432,27 @@ class RSocketAdapter(ProtocolAdapter):
             return ok, f"{key}: {why}"
         return super().field_matches(key, expected, frame)
 
+    def never_both(self, key: str, one: Any, other: Any) -> bool:
+        return key not in BYTE_FIELDS and super().never_both(key, one, other)  # byte fields take payload specs
+
+
+#: request-response routes that read what any connection left on the server (the profile's test service)
+_SHARED_READS = ("last-fnf", "last-metadata-push")
+
+
+def shared_state(spec: dict[str, Any]) -> str | None:
+    """The test service keeps the last fire-and-forget text and METADATA_PUSH metadata for every
+    connection ("the last one received wins"): a case that leaves one or reads one back would see
+    another case's."""
+    kind, data = spec.get("type"), spec.get("data")
+    if kind in ("METADATA_PUSH", 0x0C):
+        return "pushes metadata the server keeps for every connection"
+    if kind in ("REQUEST_FNF", 0x05) and isinstance(data, str) and data.startswith("fnf:"):
+        return "leaves a fire-and-forget text the server keeps for every connection"
+    if kind in ("REQUEST_RESPONSE", 0x04) and data in _SHARED_READS:
+        return f"reads {data!r}, which every connection's requests set"
+    return None
+
 
 def _allowed_keys(spec: dict[str, Any], *, send: bool) -> set[str] | None:
     extra = set(SEND_ONLY if send else MATCH_ONLY)
@@ -568,4 +589,5 @@ ADAPTER = RSocketAdapter(
     start_reference=start_reference,
     run_reference_client=run_reference_client,
     serve=serve,
+    shared_state=shared_state,
 )

@@ -47,6 +47,7 @@ class Case:
     timeout_ms: int | str = 15000  # milliseconds, or millis() of the target's parameters
     noise: list[dict[str, Any]] | None = None
     fault: dict[str, Any] | None = None
+    serial: bool = False  # changes the target's shared state: never overlaps another serial case (--jobs)
 
     @property
     def spec_ref(self) -> str:
@@ -145,9 +146,11 @@ def _describe(error: jsonschema.ValidationError, prefix: tuple) -> tuple[tuple, 
     return path, f"field {where}: {message}"
 
 
-def load_file(path: Path, frame_check=None) -> ScenarioFile:
+def load_file(path: Path, frame_check=None, shared_state_use=None) -> ScenarioFile:
     """Load one file.  ``frame_check(case_dict) -> list[(path, message)]`` lets the
-    protocol adapter check frame field names inside send/expect steps."""
+    protocol adapter check frame field names inside send/expect steps;
+    ``shared_state_use(case_dict) -> (path, what) | None`` names the first step that touches
+    state the target shares between connections, which only a `serial` case may do."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise ScenarioError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
@@ -175,6 +178,8 @@ def load_file(path: Path, frame_check=None) -> ScenarioFile:
         line = lines.line_of(prefix)
         case_id = raw.get("id", f"<case {index}>") if isinstance(raw, dict) else f"<case {index}>"
         problem = _case_problem(raw, prefix, doc, lines, seen, frame_check)
+        if problem is None and shared_state_use is not None:
+            problem = _unmarked_shared_state(raw, defaults, prefix, lines, shared_state_use)
         if problem:
             cases.append(BrokenCase(str(case_id), path, line, f"{path}:{problem}", doc["protocol"], doc["family"]))
             continue
@@ -188,8 +193,22 @@ def load_file(path: Path, frame_check=None) -> ScenarioFile:
             client_exit=raw.get("client_exit"),
             timeout_ms=raw.get("timeout_ms", defaults.get("timeout_ms", 15000)),
             noise=raw.get("noise", defaults.get("noise")), fault=raw.get("fault"),
+            serial=raw.get("serial", defaults.get("serial", False)),
         ))
     return ScenarioFile(path, doc["protocol"], doc["family"], cases)
+
+
+def _unmarked_shared_state(raw, defaults, prefix, lines, shared_state_use) -> str | None:
+    """A case that touches the target's shared state must say so: run beside another such case it
+    could see that case's messages (or take its lease), a verdict that depends on the schedule."""
+    if raw.get("serial", defaults.get("serial", False)):
+        return None
+    found = shared_state_use(raw)
+    if found is None:
+        return None
+    full = prefix + tuple(found[0])
+    return (f"{lines.line_of(full)}: field {'/'.join(map(str, full))}: this step {found[1]}, state the target "
+            "shares between connections: mark the case `serial: true` so that it never runs beside another such case")
 
 
 def _case_problem(raw, prefix, doc, lines, seen, frame_check) -> str | None:

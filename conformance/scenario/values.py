@@ -76,10 +76,32 @@ def expression_problems(value: Any, path: tuple = ()) -> list[tuple[tuple, str]]
     return [problem for key, item in items for problem in expression_problems(item, path + (key,))]
 
 
+_HAS_EXPRESSION: dict[int, tuple[Any, bool]] = {}  # id -> (the scenario's own dict or list, kept alive; answer)
+
+
+def has_expression(value: Any) -> bool:
+    """Whether a scenario's step holds an '= expr' anywhere; remembered per step (a repeat asks
+    65,535 times of the same few steps)."""
+    if isinstance(value, str):
+        return value.startswith("=")
+    if not isinstance(value, (dict, list)):
+        return False
+    known = _HAS_EXPRESSION.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
+    items = value.values() if isinstance(value, dict) else value
+    answer = any(has_expression(item) for item in items)
+    _HAS_EXPRESSION[id(value)] = (value, answer)
+    return answer
+
+
 def substitute(value: Any, names: dict[str, int]) -> Any:
-    """Replace '= expr' strings (in nested dicts/lists) by their value."""
+    """Replace '= expr' strings (in nested dicts/lists) by their value; a part that holds none is
+    returned as it is (not copied)."""
     if isinstance(value, str) and value.startswith("="):
         return evaluate(value, names)
+    if not has_expression(value):
+        return value
     if isinstance(value, dict):
         return {k: substitute(v, names) for k, v in value.items()}
     if isinstance(value, list):

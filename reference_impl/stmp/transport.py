@@ -69,7 +69,8 @@ class StreamCarrier:
 
     async def receive(self, timeout: float) -> bytes | None:
         try:
-            data = await asyncio.wait_for(self._reader.read(READ_CHUNK), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: on 3.11 that is a task per read
+                data = await self._reader.read(READ_CHUNK)
         except ConnectionError:
             return None
         return data or None
@@ -128,7 +129,8 @@ class Link:
             if not items:
                 return
             try:
-                await asyncio.wait_for(self._carrier.send(items), WRITE_TIMEOUT)
+                async with asyncio.timeout(WRITE_TIMEOUT):  # not wait_for: a task per flush
+                    await self._carrier.send(items)
             except (ConnectionError, TimeoutError):
                 self.connection.connection_lost()
 

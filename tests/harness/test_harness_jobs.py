@@ -1,0 +1,235 @@
+"""--jobs: cases run concurrently with the same grades, reports in the same order, and cases that
+share target state never overlapping."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conformance.protocols import adapter_for, available
+from conformance.scenario.loader import BrokenCase, Case, load_file
+from conformance.scenario.schedule import CaseScheduler, Span, frame_steps, parse_jobs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _overlap(a: Span | dict, b: Span | dict) -> bool:
+    start = (lambda s: s.start if isinstance(s, Span) else s["start"])
+    end = (lambda s: s.end if isinstance(s, Span) else s["end"])
+    return start(a) < end(b) and start(b) < end(a)
+
+
+# -- the loader: a case touching shared state carries the mark ---------------------------------------
+
+def _scenario(tmp_path: Path, protocol: str, body: str) -> Path:
+    folder = tmp_path / "scenarios" / protocol
+    folder.mkdir(parents=True)
+    path = folder / "fam.yaml"
+    path.write_text(f"protocol: {protocol}\nfamily: fam\ncases:\n" + textwrap.indent(textwrap.dedent(body), "  "))
+    return path
+
+
+_MC0_SUB = """\
+- id: mc0/fam/sub
+  title: t
+  spec: s
+  requirement: MUST
+  steps:
+    - macro: connect
+    - send: {verb: SUB, id: s, positional: [news]}
+    - expect: {verb: OK, id: s}
+"""
+
+
+def _load(path: Path, protocol: str) -> list:
+    adapter = adapter_for(protocol)
+    return load_file(path, adapter.frame_check, adapter.shared_state_use).cases
+
+
+def test_unmarked_subscription_is_refused_with_its_line(tmp_path):
+    (case,) = _load(_scenario(tmp_path, "mc0", _MC0_SUB), "mc0")
+    assert isinstance(case, BrokenCase)
+    assert "fam.yaml:10: field cases/0/steps/1/send: this step subscribes to a topic" in case.error
+    assert "serial: true" in case.error
+
+
+def test_marked_subscription_loads_as_serial(tmp_path):
+    body = _MC0_SUB.replace("  title: t\n", "  serial: true\n  title: t\n", 1)
+    (case,) = _load(_scenario(tmp_path, "mc0", body), "mc0")
+    assert isinstance(case, Case) and case.serial
+
+
+def test_file_default_marks_every_case(tmp_path):
+    path = _scenario(tmp_path, "mc0", _MC0_SUB)
+    path.write_text(path.read_text().replace("cases:\n", "defaults: {serial: true}\ncases:\n"))
+    (case,) = _load(path, "mc0")
+    assert isinstance(case, Case) and case.serial
+
+
+def test_lease_inside_a_macro_and_fan_out_are_shared_state(tmp_path):
+    mtl = _scenario(tmp_path / "a", "mtl", """\
+        - id: mtl/fam/writer
+          title: t
+          spec: s
+          requirement: MUST
+          steps:
+            - macro: test-profile
+            - macro: writer
+        """)
+    (case,) = _load(mtl, "mtl")
+    assert isinstance(case, BrokenCase) and "runs macro 'writer', which asks for a lease" in case.error
+    stmp = _scenario(tmp_path / "b", "stmp", """\
+        - id: stmp/fam/second
+          title: t
+          spec: s
+          requirement: MUST
+          steps:
+            - connect: {channel: second}
+            - expect_silence: {for_ms: 10}
+        """)
+    (case,) = _load(stmp, "stmp")
+    assert isinstance(case, BrokenCase) and "second client of the target" in case.error
+
+
+def test_a_case_of_its_own_connection_needs_no_mark(tmp_path):
+    mm2 = _scenario(tmp_path, "micromessage2", """\
+        - id: micromessage2/fam/echo
+          title: t
+          spec: s
+          requirement: MUST
+          steps:
+            - macro: handshake
+            - send: {frame: send, seq: 1, destination: test/echo, payload: "x"}
+            - expect: {frame: message, seq: 1, destination: test/echo}
+        """)
+    (case,) = _load(mm2, "micromessage2")
+    assert isinstance(case, Case) and not case.serial
+
+
+def test_shipped_scenarios_carry_the_mark_where_needed():
+    for protocol in available():
+        adapter = adapter_for(protocol)
+        for path in sorted((ROOT / "scenarios" / protocol).glob("*.yaml")):
+            for case in load_file(path, adapter.frame_check, adapter.shared_state_use).cases:
+                assert isinstance(case, Case), case.error
+
+
+# -- the scheduler ---------------------------------------------------------------------------------
+
+def test_parse_jobs():
+    assert parse_jobs("auto") is None and parse_jobs("4") == 4
+    for bad in ("0", "-1", "many"):
+        with pytest.raises(ValueError):
+            parse_jobs(bad)
+
+
+def test_frame_steps_multiplies_repeats_and_follows_macros():
+    steps = [{"macro": "m"}, {"repeat": {"count": 10, "steps": [{"send": {}}, {"expect": {}}, {"sleep_ms": 1}]}}]
+    assert frame_steps(steps, {"m": [{"send": {}}, {"expect": {}}]}) == 2 + 20
+
+
+def test_scheduler_bounds_concurrency_serialises_groups_and_runs_heavy_alone():
+    scheduler = CaseScheduler(3)
+    running, most = 0, 0
+
+    async def work() -> str:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.02)
+        running -= 1
+        return "done"
+
+    try:
+        futures = [scheduler.submit(f"case{i}", "g" if i % 3 == 0 else None, work, alone=i == 7) for i in range(15)]
+        assert [f.result(10) for f in futures] == ["done"] * 15
+    finally:
+        scheduler.close()
+    spans = scheduler.spans
+    assert len(spans) == 15 and most <= 3 and most >= 2
+    grouped = [s for s in spans if s.group == "g"]
+    assert len(grouped) == 5
+    assert not any(_overlap(a, b) for i, a in enumerate(grouped) for b in grouped[i + 1:])
+    (alone,) = [s for s in spans if s.alone]
+    assert not any(_overlap(alone, s) for s in spans if s is not alone)
+
+
+# -- the whole suite: --jobs 4 beside a serial run (slow, not timed) ------------------------------------
+
+def _run(out: Path, jobs: str, what: str = "all", target: str = "ref") -> None:
+    command = [sys.executable, "-m", "conformance.cli", "run", what, "--target", target, "--out", str(out),
+               "--jobs", jobs, "--", f"--schedule-log={out / 'spans.jsonl'}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=900, check=False)
+
+
+def _spans(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "spans.jsonl").read_text().splitlines()]
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _junit_cases(out: Path) -> list[tuple[str, str, str]]:
+    cases = []
+    for case in ET.parse(out / "junit.xml").getroot().iter("testcase"):
+        outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        cases.append((case.get("classname"), case.get("name"), outcome))
+    return cases
+
+
+@pytest.mark.slow
+def test_jobs_4_grades_every_case_as_a_serial_run_and_serial_cases_never_overlap(tmp_path):
+    serial, concurrent, external = tmp_path / "serial", tmp_path / "jobs4", tmp_path / "external"
+    _run(serial, "1")
+    _run(concurrent, "4")
+    one, four = _records(serial), _records(concurrent)
+    assert {r["protocol"] for r in one} == set(available())
+    # same cases, same grades, in the same order (the records and JUnit follow pytest's order)
+    assert [(r["case"], r["transport"], r["grade"]) for r in four] == [(r["case"], r["transport"], r["grade"]) for r in one]
+    assert _junit_cases(concurrent) == _junit_cases(serial)
+    spans = _spans(concurrent)
+    assert len(spans) == len(one)
+    # it did run concurrently: some two cases overlap, never more than four at once
+    points = sorted([(s["start"], 1) for s in spans] + [(s["end"], -1) for s in spans], key=lambda p: (p[0], p[1]))
+    level = most = 0
+    for _, step in points:
+        level += step
+        most = max(most, level)
+    assert 2 <= most <= 4
+    heavy = [s for s in spans if s["alone"]]
+    assert heavy, "no heavy case ran"
+    for case in heavy:
+        assert not any(_overlap(case, s) for s in spans if s is not case), case
+    # against ref a serial case has a server of its own and takes no turn; against a server the
+    # suite cannot multiply (here the reference mc0 broker as a cmd: target) serial cases take turns
+    _run(external, "4", "mc0", f"cmd:{sys.executable} -m conformance.cli serve mc0 --port {{port}}")
+    grades = {(r["case"], r["transport"]): r["grade"] for r in one if r["protocol"] == "mc0"}
+    assert {(r["case"], r["transport"]): r["grade"] for r in _records(external)} == grades
+    turns = [s for s in _spans(external) if s["group"]]
+    assert len(turns) == sum(1 for r in _records(external) if _serial("mc0", r["case"]))
+    assert turns and all(s["group"] == turns[0]["group"] for s in turns)
+    for i, a in enumerate(turns):
+        for b in turns[i + 1:]:
+            assert not _overlap(a, b), (a, b)
+    free = [s for s in _spans(external) if not s["group"]]
+    assert any(_overlap(a, b) for i, a in enumerate(free) for b in free[i + 1:]), "the other cases ran one by one"
+
+
+def _serial(protocol: str, case_id: str) -> bool:
+    adapter = adapter_for(protocol)
+    for path in (ROOT / "scenarios" / protocol).glob("*.yaml"):
+        for case in load_file(path, adapter.frame_check).cases:
+            if isinstance(case, Case) and case.id == case_id:
+                return case.serial
+    raise AssertionError(case_id)
