@@ -443,8 +443,12 @@ _SHARED_READS = ("last-fnf", "last-metadata-push")
 def shared_state(spec: dict[str, Any]) -> str | None:
     """The test service keeps the last fire-and-forget text and METADATA_PUSH metadata for every
     connection ("the last one received wins"): a case that leaves one or reads one back would see
-    another case's."""
+    another case's. Resume sessions, named by token, outlive their connection likewise."""
     kind, data = spec.get("type"), spec.get("data")
+    if kind in ("RESUME", 0x0D) or (kind in ("SETUP", 0x01) and spec.get("resume_token") is not None):
+        # a resume token names a session the server keeps apart from any connection: two cases
+        # (or one case on both transports) with the same token would take each other's session
+        return "names a resume session, which the server keeps for every connection"
     if kind in ("METADATA_PUSH", 0x0C):
         return "pushes metadata the server keeps for every connection"
     if kind in ("REQUEST_FNF", 0x05) and isinstance(data, str) and data.startswith("fnf:"):
