@@ -95,6 +95,7 @@ function requestChannel(payload, initialRequestN, isCompleted, responder) {
       state.closed = true;
     },
     request(n) {
+      if (state.closed) return; // cancelled or done: the requester's credit no longer passes through
       state.credit += n;
       if (!state.requesterDone) responder.request(n);
       pump();
@@ -129,6 +130,10 @@ async function serve(options) {
   const transport = options.transport === "ws"
     ? new WebsocketServerTransport({ host: "127.0.0.1", port, wsCreator: (opts) => new WebSocket.Server(opts) })
     : new TcpServerTransport({ listenOptions: { host: "127.0.0.1", port } });
+  // Leases and resumption stay off. With `lease` set the library refuses every SETUP without L
+  // ("Lease has to be enabled"); with `resume: {sessionTimeout}` set, a RESUME after an accepted
+  // SETUP (rsocket/handshake/resume-after-setup) ends the whole server process, so every case
+  // after it would find no server (docs/findings/rsocket.md, N-JS1-2).
   const server = new RSocketServer({ transport, acceptor: { accept: async (setup) => service(setup) } });
   await server.bind();
   console.log(`${LABEL}: serving the test service on ${options.transport || "tcp"} 127.0.0.1:${port}`);

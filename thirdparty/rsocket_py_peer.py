@@ -28,6 +28,7 @@ from rsocket.awaitable.awaitable_rsocket import AwaitableRSocket
 from rsocket.extensions.composite_metadata import CompositeMetadata
 from rsocket.extensions.routing import RoutingMetadata
 from rsocket.helpers import create_error_future, create_future, single_transport_provider
+from rsocket.lease import SingleLeasePublisher
 from rsocket.payload import Payload
 from rsocket.request_handler import BaseRequestHandler
 from rsocket.rsocket_client import RSocketClient
@@ -68,6 +69,8 @@ class EchoChannel(Publisher, Subscription, Subscriber):
         subscriber.on_subscribe(self)
 
     def request(self, n: int) -> None:
+        if self.closed:  # cancelled or done: the requester's credit no longer passes through
+            return
         self.credit += n
         if not self.requester_done and self.inbound is not None:
             self.inbound.request(n)
@@ -159,16 +162,19 @@ class TestService(BaseRequestHandler):
 
 
 async def serve(transport: str, port: int) -> None:
+    # A SETUP with L gets one LEASE from the library (2^31-1 requests for 2^31-1 ms: the library's
+    # defaults); a SETUP without L never subscribes to the publisher and is served as before.
     if transport == "ws":
         async def on_websocket(websocket):
             rsocket_transport = WebsocketsTransport()
-            RSocketServer(rsocket_transport, handler_factory=TestService)
+            RSocketServer(rsocket_transport, handler_factory=TestService, lease_publisher=SingleLeasePublisher())
             await rsocket_transport.handler(websocket)
 
         listener = await websockets.serve(on_websocket, "127.0.0.1", port, max_size=None)
     else:
         listener = await asyncio.start_server(
-            lambda reader, writer: RSocketServer(TransportTCP(reader, writer), handler_factory=TestService),
+            lambda reader, writer: RSocketServer(TransportTCP(reader, writer), handler_factory=TestService,
+                                                 lease_publisher=SingleLeasePublisher()),
             "127.0.0.1", port)
     print(f"{LABEL}: serving the test service on {transport} 127.0.0.1:{port}", flush=True)
     stop = asyncio.Event()
