@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from reference_impl.common.errors import CodecError
 from reference_impl.mc0 import codec
-from reference_impl.zmtp.monitor import Side, Violation, ZmtpMonitor
+from reference_impl.common.wire_monitor import Side, Violation
+from reference_impl.zmtp.monitor import ZmtpMonitor
 
 __all__ = ["Mc0Monitor", "Side", "Violation"]
 

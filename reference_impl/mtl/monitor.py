@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from reference_impl.common.errors import CodecError
 from reference_impl.mtl import control
-from reference_impl.zmtp.monitor import Side, Violation, ZmtpMonitor
+from reference_impl.common.wire_monitor import Side, Violation
+from reference_impl.zmtp.monitor import ZmtpMonitor
 
 __all__ = ["ControlMonitor", "Side", "Violation"]
 

@@ -28,32 +28,14 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from enum import Enum
 
+from reference_impl.common.wire_monitor import Side, Violation
 from reference_impl.rsocket.codec import (
     MAX_U31, Cancel, Error, FrameError, Keepalive, Payload, RequestChannel, RequestFnf, RequestN,
     RequestResponse, RequestStream, Resume, Setup, TcpDecoder,
 )
 
 
-class Side(Enum):
-    CLIENT = "client"
-    SERVER = "server"
-
-    @property
-    def other(self) -> "Side":
-        return Side.SERVER if self is Side.CLIENT else Side.CLIENT
-
-
-@dataclass(frozen=True)
-class Violation:
-    side: Side  # the side that sent the offending frame
-    rule: str
-    frame: int  # index of the frame among all frames of the connection, from 0
-    detail: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.side.value} broke {self.rule} (frame {self.frame}){': ' + self.detail if self.detail else ''}"
 
 
 @dataclass

@@ -18,34 +18,16 @@ further: everything after would be noise.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Callable, Iterable
 
 from reference_impl.common.errors import CodecError
+from reference_impl.common.wire_monitor import Side, Violation
 from reference_impl.zmtp.codec import StreamDecoder
 from reference_impl.zmtp.commands import decode_command, split_command
 from reference_impl.zmtp.curve import HELLO_SIZE, MIN_INITIATE_SIZE, MIN_MESSAGE_SIZE, MIN_READY_SIZE, WELCOME_SIZE
 from reference_impl.zmtp.greeting import GreetingDecoder
 
 
-class Side(Enum):
-    CLIENT = "client"
-    SERVER = "server"
-
-    @property
-    def other(self) -> "Side":
-        return Side.SERVER if self is Side.CLIENT else Side.CLIENT
-
-
-@dataclass(frozen=True)
-class Violation:
-    side: Side  # the side that sent the offending bytes
-    rule: str
-    frame: int  # index of the frame among the frames of both directions, from 0
-    detail: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.side.value} broke {self.rule} (frame {self.frame}){': ' + self.detail if self.detail else ''}"
 
 
 MessageCheck = Callable[[Side, list[bytes]], Iterable[tuple[str, str]]]
