@@ -54,15 +54,8 @@ from reference_impl.rsocket import codec
 HARNESS_MAX_REASSEMBLY = 64 << 20
 HARNESS_MAX_OPEN_FRAGMENTED = 64
 
-TYPES = {
-    "SETUP": codec.SETUP, "LEASE": codec.LEASE, "KEEPALIVE": codec.KEEPALIVE,
-    "REQUEST_RESPONSE": codec.REQUEST_RESPONSE, "REQUEST_FNF": codec.REQUEST_FNF,
-    "REQUEST_STREAM": codec.REQUEST_STREAM, "REQUEST_CHANNEL": codec.REQUEST_CHANNEL,
-    "REQUEST_N": codec.REQUEST_N, "CANCEL": codec.CANCEL, "PAYLOAD": codec.PAYLOAD,
-    "ERROR": codec.ERROR, "METADATA_PUSH": codec.METADATA_PUSH, "RESUME": codec.RESUME,
-    "RESUME_OK": codec.RESUME_OK, "EXT": codec.EXT,
-}
-NAMES = {number: name for name, number in TYPES.items()}
+TYPES = {name: number for number, name in codec.FRAME_NAMES.items()}
+NAMES = codec.FRAME_NAMES
 CLASS_NAMES = {cls: NAMES[number] for cls, number in codec.FRAME_TYPES.items()}
 
 ERROR_CODES = {

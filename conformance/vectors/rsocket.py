@@ -18,15 +18,8 @@ from typing import Any
 
 from reference_impl.rsocket import codec
 
-_BY_NAME = {
-    "SETUP": codec.Setup, "LEASE": codec.Lease, "KEEPALIVE": codec.Keepalive,
-    "REQUEST_RESPONSE": codec.RequestResponse, "REQUEST_FNF": codec.RequestFnf,
-    "REQUEST_STREAM": codec.RequestStream, "REQUEST_CHANNEL": codec.RequestChannel,
-    "REQUEST_N": codec.RequestN, "CANCEL": codec.Cancel, "PAYLOAD": codec.Payload,
-    "ERROR": codec.Error, "METADATA_PUSH": codec.MetadataPush, "RESUME": codec.Resume,
-    "RESUME_OK": codec.ResumeOk, "EXT": codec.Ext,
-}
-_NAMES = {cls: name for name, cls in _BY_NAME.items()}
+_NAMES = {cls: codec.FRAME_NAMES[number] for cls, number in codec.FRAME_TYPES.items()}
+_BY_NAME = {name: cls for cls, name in _NAMES.items()}
 _BYTES = {"metadata", "data", "resume_token", "token", "payload"}
 
 
