@@ -13,7 +13,8 @@ set +e
 .venv/bin/conformance run all --target ref --out "$OUT/run"
 suite=$?
 # a third-party implementation, graded side by side; its findings do not fail the main job
-.venv/bin/conformance run mc0 --impl-name pyzmq-mc0 --out "$OUT/run-pyzmq-mc0" \
+pyzmq_version="$(.venv/bin/python -c 'import zmq; print(f"pyzmq {zmq.__version__}, libzmq {zmq.zmq_version()}")')"
+.venv/bin/conformance run mc0 --impl-name pyzmq-mc0 --impl-version "$pyzmq_version" --out "$OUT/run-pyzmq-mc0" \
   --target "cmd:.venv/bin/python thirdparty/pyzmq_mc0_broker.py --port {port}" >"$OUT/pyzmq-mc0.log" 2>&1
 echo "third-party pyzmq mc0 broker: exit $? (log: $OUT/pyzmq-mc0.log)"
 # every protocol's client x server interop matrix (docker images); findings do not fail the job either
