@@ -1,14 +1,57 @@
 """rsio from the wire: every message of both roles through the harness's reader (the reference
-codec), then the draft's rules a capture shows: a hello with an unsupported version answered
-by goodbye and a close, a goodbye acknowledged, and no element beyond the subscriber's demand
-(counted with the reference connection's own Demand)."""
+codec; split parts shown one by one as well), then the draft's rules a capture shows:
+
+* hellos: version 0; a side that receives another version sends goodbye and closes;
+* invalid bytes: the receiver sends goodbye and closes (docs/profiles/rsio.md);
+* goodbye: acknowledged by the peer's goodbye, then the close;
+* the client's streams (counted with the reference connection's own Demand): no element beyond
+  demand, none after cancel beyond what the client had granted, request(0) never sent and a
+  stream it reaches ends (3.9), no request after cancel, a subscribe on an Id in use answered
+  by onError rather than a new subscribed, and no onComplete with a split element unfinished.
+
+A side that must answer is judged by what it sends next only where nothing it sent earlier can
+still be in flight; else by the close: it closed without the goodbye, or the peer closed a
+prompt interval later without seeing one.
+"""
 
 from __future__ import annotations
 
-from conformance.trace.rules import Rules as Base
+from dataclasses import dataclass, field
+
+from conformance.protocols.base import Frame
+from conformance.protocols.rsio import RsioReader
+from conformance.trace.rules import Rules as Base, other
+from reference_impl.rsio import codec
 from reference_impl.rsio.connection import Demand
 
 _DELIVERIES = frozenset({"onNext", "onNextPacked", "onNextLastPart"})
+#: codec errors after which the receiver must say goodbye and close: not our reader's limits, not a
+#: type an extension may define (its layout is unknown here), not an overlong varint (a SHOULD)
+_NOT_FATAL = frozenset({"too-large", "unknown-extension-type", "varint-overlong"})
+
+
+class _Reader(RsioReader):
+    """The harness reader, with each onNextPart shown as a frame of its own (the rules count the
+    split elements a stream has open)."""
+
+    def _frames(self, message):
+        frames = super()._frames(message)
+        if isinstance(message, codec.OnNextPart):
+            return [Frame({"type": "onNextPart", "subscriber": message.subscriber, "element": message.element}, "")]
+        return frames
+
+
+@dataclass
+class _Stream:
+    """One subscription of the client, as the wire shows it."""
+
+    demand: Demand
+    parts: set[int] = field(default_factory=set)  # split elements begun, not finished
+    cancelled: bool = False  # the client sent cancel: its demand is frozen
+    zero: float | None = None  # when the client sent request(0): the stream must end with onError, demand frozen
+    subscribed: bool = False  # the server answered the subscribe
+    duplicate: bool = False  # the client subscribed again on this Id once answered: the server owes onError
+    reported: bool = False
 
 
 class Rules(Base):
@@ -26,69 +69,175 @@ class Rules(Base):
         super().__init__(transport, params)
         self.hello: dict[str, int] = {}  # side -> the version its hello carried
         self.goodbye: dict[str, float] = {}  # side -> when it sent goodbye
-        self.must_close: tuple[str, str, float] | None = None  # (requirement, why, since): the server must close
-        self.demand: dict[int, Demand] = {}  # subscriber id -> what the client asked the server for
+        # side -> (requirement, why, since, judged by its next frame): the side must send goodbye and close
+        self.must_close: dict[str, tuple[str, str, float, bool]] = {}
+        self.streams: dict[int, _Stream] = {}  # the client's subscriber Id -> its stream
         self.prompt = params.get("prompt_ms", 1000) / 1000
-        self.reported = False  # the server's missing goodbye: reported once
-        self.ended: set[str] = set()
+        self.reported: set[tuple[str, str]] = set()
+        self.ended: dict[str, float] = {}
+        self.blind: set[str] = set()
+
+    def new_reader(self, side: str):
+        return _Reader()
+
+    # -- frames --------------------------------------------------------------------------------
 
     def on_frame(self, side: str, frame, ts: float):
         f = frame.fields
         kind = f["type"]
         if kind in ("clientHello", "serverHello"):
-            self.hello[side] = f["version"]
-            if len(self.hello) == 2 and self.hello["client"] != self.hello["server"]:
-                # the server's hello shows a version other than the client's: it does not support the client's
-                self.must_close = ("rsio-wrong-version-goodbye", f"hellos for different versions (client "
-                                   f"{self.hello['client']}, server {self.hello['server']})", ts)
-            return []
+            return self._hello(side, f["version"], ts)
         if kind == "goodbye":
-            self.goodbye[side] = ts
-            return []
-        if side == "server" and self.must_close and "server" not in self.goodbye and not self.reported:
-            self.reported = True
-            return [("server", self.must_close[0], f"the server sent {kind} after {self.must_close[1]}, not goodbye")]
-        if side == "client":
-            if kind == "subscribe":
-                self.demand[f["subscriber"]] = Demand(f["initialDemand"])
-            elif kind == "request" and f["subscriber"] in self.demand:
-                self.demand[f["subscriber"]].add(f["demand"])
-            elif kind == "cancel":
-                self.demand.pop(f["subscriber"], None)  # elements in flight may still come
-            return []
-        if kind in ("onComplete", "onError"):
-            self.demand.pop(f["subscriber"], None)
-        elif kind in _DELIVERIES and f["subscriber"] in self.demand:
-            demand = self.demand[f["subscriber"]]
-            if not demand.allows(1):
-                return [("server", "rsio-reactive-streams-demand",
-                         f"{kind} to subscriber {f['subscriber']} beyond the demand the client signalled", "client")]
-            demand.take(1)
-        return []
-
-    def on_end(self, side: str, ts: float, how: str, pending: int):
-        self.ended.add(side)
-        if side == "server" and "server" not in self.goodbye and not self.reported:
-            self.reported = True
-            if "client" in self.goodbye:
-                return [("server", "rsio-goodbye-orderly", f"the server closed ({how}) without acknowledging the "
-                         "client's goodbye with its own")]
-            if self.must_close:
-                return [("server", self.must_close[0], f"the server closed ({how}) after {self.must_close[1]} "
-                         "without a goodbye")]
-        if side != "client" or "server" in self.ended:
+            self.goodbye.setdefault(side, ts)
+            self.streams.clear()  # a goodbye closes every stream
             return []
         out = []
-        if self.must_close and ts - self.must_close[2] >= self.prompt:
-            requirement, why, since = self.must_close
-            out.append(("server", requirement, f"the server kept the connection open {ts - since:.3f} s after {why}; "
-                        f"the client closed it ({how})"))
-        since = self.goodbye.get("client")
-        if since is not None and "server" not in self.goodbye and ts - since >= self.prompt:
-            out.append(("server", "rsio-goodbye-orderly", f"no goodbye from the server {ts - since:.3f} s after the "
-                        f"client's; the client closed ({how})"))
+        duty = self.must_close.get(side)
+        if duty and duty[3] and side not in self.goodbye:
+            out += self._once(side, duty[0], f"the {side} sent {kind} after {duty[1]}, not goodbye")
+        if side == "client":
+            return out + self._client(f, kind, ts)
+        return out + self._server(f, kind)
+
+    def _hello(self, side: str, version: int, ts: float):
+        self.hello[side] = version
+        out = [] if version == 0 else [(side, "rsio-version-0", f"the {side}'s hello carries version {version}, not 0")]
+        peer = other(side)
+        if version != 0 and self.hello.get(peer) == 0:
+            # the peer speaks version 0 only as far as the wire shows: it must say goodbye and close; a
+            # server answers the client's hello in order, a client may have sent optimistically before
+            why = f"the {side}'s hello of version {version}"
+            self.must_close.setdefault(peer, ("rsio-wrong-version-goodbye", why, ts, peer == "server"))
+        elif version == 0 and self.hello.get(peer, 0) != 0:
+            why = f"the {peer}'s hello of version {self.hello[peer]}"
+            self.must_close.setdefault(side, ("rsio-wrong-version-goodbye", why, ts, side == "server"))
         return out
 
-    def on_gap(self, side: str) -> None:
+    def _client(self, f, kind: str, ts: float):
+        sid = f.get("subscriber")
+        stream = self.streams.get(sid)
+        if kind == "subscribe":
+            if stream and not stream.cancelled and stream.zero is None:
+                # the old stream keeps its demand (its elements may be in flight); before its subscribed
+                # the next subscribed may be that one's
+                stream.duplicate = stream.subscribed
+            else:  # a new stream; what was granted before a cancel may still be in flight
+                carried = stream.demand.outstanding if stream else 0
+                self.streams[sid] = _Stream(Demand(f["initialDemand"] + carried))
+        elif kind == "request":
+            out = []
+            if f["demand"] == 0:
+                out.append(("client", "rsio-reactive-streams-demand",
+                            f"the client sent request(0) for subscriber {sid} (rule 3.9: demand is positive)"))
+            if stream and stream.cancelled:
+                out.append(("client", "rsio-cancel", f"the client sent request({f['demand']}) for subscriber {sid} "
+                            "after it cancelled that stream"))
+            elif stream and f["demand"] == 0:
+                stream.zero = ts if stream.zero is None else stream.zero
+            elif stream and stream.zero is None:
+                stream.demand.add(f["demand"])
+            return out
+        elif kind == "cancel" and stream:
+            stream.cancelled = True
+        return []
+
+    def _server(self, f, kind: str):
+        sid = f.get("subscriber")
+        stream = self.streams.get(sid)
+        if stream is None:
+            return []
+        if kind == "subscribed" and not stream.duplicate:
+            stream.subscribed = True
+        elif kind == "subscribed":
+            stream.duplicate = False
+            return [("server", "rsio-id-reuse-guarantee", f"the server answered a subscribe on Id {sid}, still in use, "
+                     "with subscribed, not onError", "client")]
+        if kind in ("onComplete", "onError"):
+            del self.streams[sid]
+            if kind == "onComplete" and stream.parts and not stream.cancelled:
+                return [("server", "rsio-split-joined", f"onComplete for subscriber {sid} with split element(s) "
+                         f"{sorted(stream.parts)} never finished by onNextLastPart", "client")]
+            return []
+        if kind == "onNextPart":
+            if f["element"] in stream.parts:
+                return []
+            stream.parts.add(f["element"])
+            return self._beyond(stream, sid, kind, len(stream.parts), take=False)
+        if kind in _DELIVERIES:
+            if kind == "onNextLastPart":
+                stream.parts.discard(f["element"])
+            return self._beyond(stream, sid, kind, 1, take=True)
+        return []
+
+    def _beyond(self, stream: _Stream, sid: int, kind: str, count: int, *, take: bool):
+        """An element (or a split element begun) against the stream's demand."""
+        if stream.demand.allows(count):
+            if take:
+                stream.demand.take(count)
+            return []
+        if stream.reported:
+            return []
+        stream.reported = True
+        if stream.cancelled:
+            return [("server", "rsio-cancel", f"{kind} to subscriber {sid} after the client cancelled, beyond the "
+                     "demand it had granted before", "client")]
+        requirement = "rsio-packed-demand" if kind == "onNextPacked" else "rsio-reactive-streams-demand"
+        after = " (its request(0) must end the stream)" if stream.zero is not None else ""
+        return [("server", requirement, f"{kind} to subscriber {sid} beyond the demand the client signalled{after}",
+                 "client")]
+
+    # -- invalid bytes, ends -------------------------------------------------------------------
+
+    def on_error(self, side: str, exc, ts: float):
+        out = super().on_error(side, exc, ts)
+        peer = other(side)
+        if exc.code not in _NOT_FATAL and peer not in self.blind:
+            # judged by the close only: what the peer sent before reading the bytes may follow them
+            self.must_close.setdefault(peer, ("rsio-message-framing", f"invalid bytes from the {side} ({exc.code})",
+                                              ts, False))
+        return out
+
+    def on_end(self, side: str, ts: float, how: str, pending: int):
+        self.ended.setdefault(side, ts)
+        peer = other(side)
+        out = []
+        if side not in self.goodbye and peer not in self.ended:
+            # the side closed first without its goodbye: one it owed for a wrong hello or invalid bytes,
+            # or the acknowledgement of the peer's goodbye
+            if side in self.must_close:
+                requirement, why, _, _ = self.must_close[side]
+                out += self._once(side, requirement, f"the {side} closed ({how}) after {why} without a goodbye")
+            elif peer in self.goodbye:
+                out += self._once(side, "rsio-goodbye-orderly", f"the {side} closed ({how}) without acknowledging "
+                                  f"the {peer}'s goodbye with its own")
+        if peer in self.ended or peer in self.blind:
+            return out
+        # the peer is still open: did it owe a goodbye (and a close) for a prompt interval?
+        if peer in self.must_close:
+            requirement, why, since, _ = self.must_close[peer]
+            if ts - since >= self.prompt:
+                done = "sent goodbye but kept the connection open" if peer in self.goodbye else "sent no goodbye"
+                out += self._once(peer, requirement, f"the {peer} {done} for {ts - since:.3f} s after {why}; the "
+                                  f"{side} closed it ({how})")
         if side == "client":
-            self.demand.clear()  # requests may be in what is not seen
+            for sid, stream in self.streams.items():
+                if stream.zero is not None and not stream.cancelled and ts - stream.zero >= self.prompt:
+                    out += self._once("server", "rsio-reactive-streams-demand", f"no onError for subscriber {sid} "
+                                      f"{ts - stream.zero:.3f} s after the client's request(0) (rule 3.9); the "
+                                      f"client closed ({how})")
+        since = self.goodbye.get(side)
+        if since is not None and peer not in self.goodbye and ts - since >= self.prompt:
+            out += self._once(peer, "rsio-goodbye-orderly", f"no goodbye from the {peer} {ts - since:.3f} s after the "
+                              f"{side}'s; the {side} closed ({how})")
+        return out
+
+    def _once(self, side: str, requirement: str, message: str):
+        if (side, requirement) in self.reported:
+            return []
+        self.reported.add((side, requirement))
+        return [(side, requirement, message)]
+
+    def on_gap(self, side: str) -> None:
+        self.blind.add(side)
+        if side == "client":
+            self.streams.clear()  # requests may be in what is not seen
