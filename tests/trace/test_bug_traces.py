@@ -20,7 +20,9 @@ from tests.trace.bugtraces import capture_cases, check, requirements_of_case
 EXACT = {
     "stmp": {"no-close-after-0x35", "wrong-id-after-wrap", "ps-missing", "accepts-before-negotiation",
              "no-heartbeats", "answers-unknown-response", "reserved-bits-ignored", "pings-before-negotiating"},
-    "micromessage2": {"zero-based-ids", "hello-before-check", "server/ignores-error"},  # role/: one role's bug
+    "micromessage2": {"zero-based-ids", "hello-before-check", "server/ignores-error",  # role/: one role's bug
+                      "window-overrun", "no-split", "final-takes-server-minor", "no-error-on-other-major",
+                      "drops-server-required"},
     "rsio": {"past-demand", "wrong-version-no-goodbye", "no-close-after-goodbye", "no-goodbye-reply",
              "uses-unlisted-extension", "ignores-cancel", "accepts-request-zero", "mislabels-parts",
              "id-in-use-replaced", "hello-version-1", "accepts-any-version", "ignores-unknown-type",
@@ -31,7 +33,9 @@ EXACT = {
 }
 OTHER = {
     "stmp": {"kind-bits-swapped": "stmp-field-order"},
-    "micromessage2": {"large-threshold-512": "mm2-flags-byte"},
+    "micromessage2": {"large-threshold-512": "mm2-flags-byte",
+                      # an EXTENSION frame on an ID the final handshake gave no extension
+                      "acks-on-an-unused-extension-id": "mm2-extension-index"},
 }
 #: per protocol, the bugs the passive rules cannot see and why (every bug of a protocol named here
 #: is in EXACT, OTHER or here)
@@ -51,6 +55,22 @@ UNSEEN = {
                             "code differs",
         "fixed-size-read-as-prefixed": "the client misreads the elements and says goodbye: a goodbye is always "
                                        "allowed and its reason is free text",
+    },
+    "micromessage2": {
+        "no-error-missing-required": "what a server supports is not on the wire: one that lacks the client's "
+                                     "required extension and answers with its hello looks like one that has it",
+        "fan-out-to-one": "needs every subscriber's connection correlated with the publisher's: the observers watch "
+                          "one connection each",
+        "ack-not-cumulative-across-wrap": "the server counts acks short and sends fewer messages than its window "
+                                          "allows: a capture cannot tell that from a slow sender",
+        "open-after-eof-mid-frame": "the server's close never comes: the observer knows no time past the "
+                                    "connection's last packet, so 'never' cannot be told from 'later'",
+        "ignores-server-required": "what a client supports is not on the wire: one that lacks the server's "
+                                   "required extension and sends its final message looks like one that has it",
+        "client/ignores-error": "the server's ERROR comes with its close, and the client's close follows from that "
+                                "close either way: the capture is the same",
+        "activates-unsupported-suggestion": "activating a suggestion is right for a client that implements it, and "
+                                            "what a client implements is not on the wire",
     },
 }
 PROTOCOLS = sorted(EXACT)

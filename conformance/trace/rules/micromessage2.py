@@ -1,14 +1,40 @@
 """Micromessage2 from the wire: every frame of both roles through the harness's reader (the
 reference codec, with the handshakes and large-frame joining; the client's side reads its
-hello and its final handshake), codec errors naming requirements, and the one close rule a
-capture shows plainly: a peer that receives an ERROR frame closes (the reference connection
-goes CLOSED on it) and sends nothing more.  Handshake contents and acknowledgement windows are
-not checked passively yet."""
+hello and its final handshake), codec errors naming requirements, and what a capture shows:
+
+* the handshake, judged with the reference negotiation: a side answered by a hello of another
+  major sends ERROR (not its final handshake) and disconnects; the client's final message uses
+  the lower version and lists every required extension of both hellos, and activates only
+  optional extensions one of them offered;
+* after it, extension frames only on the IDs the final message gave, each sender within the ack
+  window it gave (counted with the reference ReceiveWindow, cumulative across the wrap), and
+  MESSAGE payloads over 1 MiB split (SHOULD);
+* a peer that receives an ERROR frame closes (the reference connection goes CLOSED on it) and
+  sends nothing more.
+
+What each side supports is not on the wire, so accepting an extension a side lacks (or
+activating a suggestion it does not implement) looks like support and is not judged."""
 
 from __future__ import annotations
 
+from reference_impl.common.errors import CodecError, ProtocolViolation
+from reference_impl.micromessage2.codec import MAX_FRAGMENT
+from reference_impl.micromessage2.events import LocalProtocolError
+from reference_impl.micromessage2.extensions import parse_extension_list
+from reference_impl.micromessage2.negotiation import ack_window, common_version
+from reference_impl.micromessage2.window import ReceiveWindow
+
 from conformance.protocols.micromessage2 import new_reader
 from conformance.trace.rules import Rules as Base, other
+
+_WINDOW_RULE = {"server": "mm2-server-window", "client": "mm2-sender-window"}
+
+
+def _names(text: str) -> list[str] | None:
+    try:
+        return [e.name for e in parse_extension_list(text)]
+    except CodecError:
+        return None  # a list that does not parse: the codec's business, not judged here
 
 
 class Rules(Base):
@@ -28,9 +54,14 @@ class Rules(Base):
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         super().__init__(transport, params)
         self.error_at: dict[str, float] = {}  # side -> when it received an ERROR frame
-        self.reported: set[str] = set()
+        self.reported: set[tuple[str, str]] = set()
         self.ended: set[str] = set()
         self.prompt = params.get("prompt_ms", 1000) / 1000
+        self.hellos: dict[str, dict] = {}  # side -> its hello's fields
+        self.must_error: str | None = None  # the side answered by a hello of another major
+        self.extensions: list[str] | None = None  # the final message's required + optional names: ID - 1
+        self.windows: dict[str, ReceiveWindow] = {}  # sender -> its messages the peer has not acked
+        self.blind: set[str] = set()
 
     def new_reader(self, side: str):
         reader = new_reader(self.transport)
@@ -38,21 +69,121 @@ class Rules(Base):
         return reader
 
     def on_frame(self, side: str, frame, ts: float):
-        if frame.fields.get("frame") == "error":
+        f = frame.fields
+        kind = f.get("frame")
+        out = []
+        if side == self.must_error and kind != "error":
+            out += self._once(side, "mm2-version-error", f"the {side} sent a {kind} frame after the {other(side)}'s "
+                              f"hello of major {self.hellos[other(side)]['major']}: it must send ERROR and disconnect")
+        if kind == "error":
             self.error_at.setdefault(other(side), ts)
+            return out
+        if side in self.error_at:
+            return out + self._once(side, "mm2-error-frame", f"the {side} sent a {kind} frame after it had received "
+                                    "an ERROR frame: it must close")
+        if kind == "handshake":
+            return out + self._handshake(side, f)
+        if self.extensions is None:
+            return out
+        if kind == "extension":
+            return out + self._extension(side, f)
+        if kind == "message":
+            return out + self._message(side, f)
+        return out
+
+    # -- the handshake -------------------------------------------------------------------------
+
+    def _handshake(self, side: str, f):
+        if side not in self.hellos:
+            self.hellos[side] = f
+            peer = other(side)
+            if peer in self.hellos and self.hellos[peer]["major"] != f["major"]:
+                # a different major is never compatible: the client, whose turn it is, sends ERROR, not its final
+                self.must_error = "client"
             return []
-        if side in self.error_at and side not in self.reported:
-            self.reported.add(side)
-            return [(side, "mm2-error-frame", f"the {side} sent a {frame.fields.get('frame')} frame after it had "
-                     "received an ERROR frame: it must close")]
+        if side != "client" or "server" not in self.hellos or self.extensions is not None:
+            return []
+        return self._final(f, self.hellos["client"], self.hellos["server"])
+
+    def _final(self, final, hello, answer):
+        out = []
+        version = common_version((hello["major"], hello["minor"]), (answer["major"], answer["minor"]))
+        if version and (final["major"], final["minor"]) != version:
+            out.append(("client", "mm2-lowest-version", f"the client's final handshake says {final['major']}."
+                        f"{final['minor']}, not the lower of the hellos' versions ({version[0]}.{version[1]})"))
+        required, optional = _names(final["required"]), _names(final["optional"])
+        lists = [_names(hs[key]) for hs in (hello, answer) for key in ("required", "optional")]
+        if required is None or optional is None or None in lists:
+            return out
+        client_required, client_optional, server_required, server_optional = lists
+        dropped = [name for name in client_required + server_required if name not in required]
+        if dropped:
+            out.append(("client", "mm2-client-final", f"the client's final handshake leaves out the required "
+                        f"extension(s) {dropped} of the hellos"))
+        unoffered = [name for name in optional if name not in client_optional + server_optional]
+        if unoffered:
+            out.append(("client", "mm2-client-final", f"the client's final handshake activates {unoffered}, which "
+                        "neither hello offered"))
+        self.extensions = required + optional
+        parsed = parse_extension_list(final["required"]) + parse_extension_list(final["optional"])
+        try:
+            window = ack_window(parsed)
+        except (CodecError, ValueError):
+            window = None
+        if window:
+            self.windows = {side: ReceiveWindow(window) for side in ("client", "server")}
+        return out
+
+    # -- after it ------------------------------------------------------------------------------
+
+    def _extension(self, side: str, f):
+        ext_id = f["id"]
+        if ext_id > len(self.extensions):
+            return self._once(side, "mm2-extension-index", f"the {side} sent an EXTENSION frame with ID {ext_id}; the "
+                              f"final handshake gave IDs 1..{len(self.extensions)} ({';'.join(self.extensions)})")
+        peer = other(side)
+        if self.extensions[ext_id - 1] in ("ack", "batch-ack") and "ack" in f and peer in self.windows:
+            try:
+                self.windows[peer].ack(f["ack"])
+            except LocalProtocolError:
+                pass  # an ack of nothing outstanding: the sender's window is not shortened by it
         return []
+
+    def _message(self, side: str, f):
+        out = []
+        if f["max_fragment"] > MAX_FRAGMENT:
+            out += self._once(side, "mm2-split-over-1mib", f"the {side} sent a MESSAGE frame of {f['max_fragment']} "
+                              "bytes payload in one frame, not split at 1 MiB")
+        window = self.windows.get(side)
+        if window is not None and other(side) not in self.blind:
+            try:
+                window.received(f["seq"])
+            except ProtocolViolation:
+                out += self._once(side, _WINDOW_RULE[side], f"the {side} sent MESSAGE {f['seq']} with the ack window of "
+                                  f"{window.size} full (unacked: {list(window.unacked)[:10]})", other(side))
+        return out
+
+    # -- ends ----------------------------------------------------------------------------------
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
         self.ended.add(side)
         peer = other(side)
+        out = []
+        if side == self.must_error and peer not in self.error_at:  # error_at[peer]: the side sent an ERROR
+            out += self._once(side, "mm2-version-error", f"the {side} closed ({how}) after the {peer}'s hello of "
+                              f"major {self.hellos[peer]['major']} without an ERROR frame")
         since = self.error_at.get(peer)
-        if since is None or peer in self.ended or peer in self.reported or ts - since < self.prompt:
+        if since is None or peer in self.ended or ts - since < self.prompt:
+            return out
+        return out + self._once(peer, "mm2-error-frame", f"the {peer} kept the connection open {ts - since:.3f} s "
+                                f"after it received an ERROR frame; the {side} closed it ({how})")
+
+    def on_gap(self, side: str) -> None:
+        self.blind.add(side)
+        self.windows.pop(other(side), None)  # its acks may be in what is not seen
+
+    def _once(self, side: str, requirement: str, message: str, *needs):
+        if (side, requirement) in self.reported:
             return []
-        self.reported.add(peer)
-        return [(peer, "mm2-error-frame", f"the {peer} kept the connection open {ts - since:.3f} s after it received "
-                 f"an ERROR frame; the {side} closed it ({how})")]
+        self.reported.add((side, requirement))
+        return [(side, requirement, message, *needs)]
