@@ -159,8 +159,8 @@ class Rules(Base):
             try:
                 window.received(f["seq"])
             except ProtocolViolation:
-                out += self._once(side, _WINDOW_RULE[side], f"the {side} sent MESSAGE {f['seq']} with the ack window of "
-                                  f"{window.size} full (unacked: {list(window.unacked)[:10]})", other(side))
+                out += self._once(side, _WINDOW_RULE[side], f"the {side} sent MESSAGE {f['seq']} with the ack window "
+                                  f"of {window.size} full (unacked: {list(window.unacked)[:10]})", other(side))
         return out
 
     # -- ends ----------------------------------------------------------------------------------
