@@ -1,0 +1,90 @@
+"""The rsio and Micromessage2 rules on hand-made frame sequences: the races a conformant pair
+may show (a signal crossing a subscribe, elements in flight past a cancel, an ack crossing a
+message) give no finding; the breaks next to them do.  Expected requirements come from the
+draft's and the spec's sentences (docs/requirements), not from the rules' output."""
+
+from __future__ import annotations
+
+from conformance.protocols.base import Frame
+from conformance.trace.rules import rules_for
+
+
+def _feed(rules, steps):
+    found = []
+    for t, (side, fields) in enumerate(steps):
+        found += [v[:2] for v in rules.on_frame(side, Frame(fields, ""), float(t))]
+    return found
+
+
+def _rsio(*steps):
+    return _feed(rules_for("rsio", "tcp", {}), [
+        ("client", {"type": "clientHello", "version": 0, "extensions": []}),
+        ("server", {"type": "serverHello", "version": 0, "extensions": []}), *steps])
+
+
+def _c(kind, **f):
+    return ("client", {"type": kind, **f})
+
+
+def _s(kind, **f):
+    return ("server", {"type": kind, **f})
+
+
+def test_rsio_a_subscribe_crossing_the_old_streams_oncomplete_is_no_reuse():
+    assert _rsio(_c("subscribe", publisher="p", subscriber=1, initialDemand=1), _s("subscribed", subscriber=1),
+                 _c("subscribe", publisher="p", subscriber=1, initialDemand=1), _s("onComplete", subscriber=1),
+                 _s("subscribed", subscriber=1)) == []
+
+
+def test_rsio_a_new_subscribed_for_an_id_in_use_breaks_the_reuse_guarantee():
+    found = _rsio(_c("subscribe", publisher="p", subscriber=1, initialDemand=0), _s("subscribed", subscriber=1),
+                  _c("subscribe", publisher="q", subscriber=1, initialDemand=3), _s("subscribed", subscriber=1))
+    assert found == [("server", "rsio-id-reuse-guarantee")]
+
+
+def test_rsio_elements_in_flight_past_a_cancel_are_allowed_up_to_the_demand_granted():
+    steps = [_c("subscribe", publisher="p", subscriber=1, initialDemand=2), _s("subscribed", subscriber=1),
+             _c("cancel", subscriber=1), _s("onNext", subscriber=1), _s("onNext", subscriber=1)]
+    assert _rsio(*steps) == []
+    assert _rsio(*steps, _s("onNext", subscriber=1)) == [("server", "rsio-cancel")]
+
+
+def test_rsio_oncomplete_with_a_split_element_unfinished():
+    steps = [_c("subscribe", publisher="p", subscriber=1, initialDemand=1), _s("subscribed", subscriber=1),
+             _s("onNextPart", subscriber=1, element=0)]
+    assert _rsio(*steps, _s("onComplete", subscriber=1)) == [("server", "rsio-split-joined")]
+    assert _rsio(*steps, _s("onNextLastPart", subscriber=1, element=0), _s("onComplete", subscriber=1)) == []
+    assert _rsio(*steps, _c("cancel", subscriber=1), _s("onComplete", subscriber=1)) == []
+
+
+def _hs(required="", optional="", major=1, minor=0):
+    return {"frame": "handshake", "major": major, "minor": minor, "required": required, "optional": optional}
+
+
+def _mm2(client_required, server_required, final_required, *steps):
+    return _feed(rules_for("micromessage2", "tcp", {}), [
+        ("client", _hs(client_required)), ("server", _hs(server_required)), ("client", _hs(final_required)), *steps])
+
+
+def _message(side, seq):
+    return (side, {"frame": "message", "seq": seq, "max_fragment": 4})
+
+
+def _ack(side, seq):
+    return (side, {"frame": "extension", "id": 1, "ack": seq})
+
+
+def test_mm2_the_final_message_keeps_the_servers_required_extension():
+    assert _mm2("", "json", "json") == []
+    assert _mm2("", "json", "") == [("client", "mm2-client-final")]
+
+
+def test_mm2_a_sender_waits_for_the_ack_the_window_needs():
+    assert _mm2("ack", "", "ack", _message("server", 1), _ack("client", 1), _message("server", 2)) == []
+    assert _mm2("ack", "", "ack", _message("server", 1), _message("server", 2)) == [("server", "mm2-server-window")]
+
+
+def test_mm2_an_extension_id_the_final_message_did_not_give():
+    assert _mm2("batch-ack:max-count=3", "", "batch-ack:max-count=3", _ack("client", 1)) == []
+    found = _mm2("batch-ack:max-count=3", "", "batch-ack:max-count=3", ("client", {"frame": "extension", "id": 2}))
+    assert found == [("client", "mm2-extension-index")]
