@@ -20,7 +20,8 @@ from tests.trace.bugtraces import capture_cases, check, requirements_of_case
 
 EXACT = {
     "stmp": {"no-close-after-0x35", "wrong-id-after-wrap", "ps-missing", "accepts-before-negotiation",
-             "no-heartbeats", "answers-unknown-response", "reserved-bits-ignored", "pings-before-negotiating"},
+             "no-heartbeats", "answers-unknown-response", "reserved-bits-ignored", "pings-before-negotiating",
+             "truncated-as-server-error", "no-heartbeat-timeout", "version-nibbles-swapped", "id-wraps-to-zero"},
     "micromessage2": {"zero-based-ids", "hello-before-check", "server/ignores-error",  # role/: one role's bug
                       "window-overrun", "no-split", "final-takes-server-minor", "no-error-on-other-major",
                       "drops-server-required"},

@@ -14,6 +14,7 @@ from conformance.trace.rules import Rules as Base, other
 
 _OK, _BAD_REQUEST, _TOO_LARGE, _VERSION_NOT_SUPPORTED = 0x00, 0x20, 0x26, 0x35
 _RAW = 5
+_VERSION = "0.1"  # the one version docs/profiles/stmp.md defines ("The current version is 0.1")
 
 
 _KINDS = {codec.Ping: "ping", codec.Request: "request", codec.Notify: "notify", codec.Response: "response"}
@@ -40,8 +41,10 @@ class _StreamReader:
 
     def __init__(self) -> None:
         self._decoder = codec.StreamDecoder(max_payload=HARNESS_MAX_PAYLOAD)
+        self.joined = False  # the last feed's first frame began in an earlier segment (its bytes' times unknown)
 
     def feed(self, data: bytes) -> list[Frame]:
+        self.joined = self._decoder.buffered > 0
         return [_frame(m) for m in self._decoder.feed(data)]
 
     @property
@@ -67,7 +70,10 @@ class Rules(Base):
     FRAMING = "stmp-field-order"
 
     def new_reader(self, side: str):
-        return _StreamReader() if self.transport == "tcp" else super().new_reader(side)
+        if self.transport != "tcp":
+            return super().new_reader(side)
+        self.readers[side] = _StreamReader()
+        return self.readers[side]
 
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         super().__init__(transport, params)
@@ -83,6 +89,12 @@ class Rules(Base):
         self.last_sent = {"client": 0.0, "server": 0.0}
         self.interval = params.get("heartbeat_interval_ms", 5000) / 1000
         self.prompt = params.get("prompt_ms", 1000) / 1000
+        self.timeout = params.get("heartbeat_timeout_ms", 15000) / 1000
+        # a server acts on its heartbeat timeout within a heartbeat interval (its timer's tick) and the prompt
+        self.timeout_slack = max(self.interval, self.prompt)
+        self.timed_out = False
+        self.cut_short = False  # the client ended its stream inside a message
+        self.readers: dict[str, _StreamReader] = {}
         self.blind: set[str] = set()  # sides whose frames the rules no longer see
 
     def on_gap(self, side: str) -> None:
@@ -91,7 +103,7 @@ class Rules(Base):
 
     def on_frame(self, side: str, frame, ts: float):
         f = frame.fields
-        out = self._heartbeat(side, ts)
+        out = self._heartbeat(side, ts) + self._silent_client(ts, side == "client")
         self.last_sent[side] = ts
         if side == "server" and self.must_close is not None:
             return out + self._after_must_close(f)
@@ -104,6 +116,9 @@ class Rules(Base):
             self.first["client"] = False
         elif f["kind"] == "request":
             self.outstanding[side][f["id"]] += 1
+            if f["id"] == 0:
+                out.append((side, "stmp-request-fields", f"{_show(f)} after the negotiation: "
+                            "request IDs are 1..0xFFFF, wrapping 0xFFFF -> 1 (0 is the negotiation's)"))
         elif f["kind"] == "response":
             unsolicited = self.outstanding[other(side)][f["id"]] <= 0
             out += self._response(side, f)
@@ -116,8 +131,12 @@ class Rules(Base):
             self.negotiation = "asked"
             self.offered = list(f.get("versions") or [])
             self.outstanding["client"][0] += 1
-            return [] if f["encoding"] == _RAW else [
-                ("client", "stmp-negotiation-request", f"the negotiation request has ENCODING {f['encoding']}, not Raw")]
+            if f["encoding"] != _RAW:
+                return [("client", "stmp-negotiation-request", f"the negotiation request has ENCODING {f['encoding']}, not Raw")]
+            if "versions" in f and _VERSION not in self.offered:
+                return [("client", "stmp-negotiation-request",
+                         f"the negotiation request offers {self.offered}, not the profile's version {_VERSION}")]
+            return []
         self.negotiation = "refused-first"
         if f["kind"] == "request":
             self.outstanding["client"][f["id"]] += 1
@@ -154,6 +173,12 @@ class Rules(Base):
         if self.outstanding[peer][f["id"]] > 0:
             self._answered(peer, f["id"])
             return []
+        if side == "server" and self.cut_short:
+            # a stream that ends inside a message is closed, a BadRequest first allowed (the profile's
+            # answer to every malformed message); not a server error
+            return [] if f["status"] == _BAD_REQUEST else [
+                ("server", "stmp-payload-length", f"the server answered a stream that ended inside a message with "
+                 f"{_show(f)}, not BadRequest (0x20) or just a close")]
         if peer in self.blind:
             return []  # the request may be in what the rules could not see
         if side == "client" and self.negotiation != "open":
@@ -200,8 +225,10 @@ class Rules(Base):
         return out
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
+        out = self._silent_client(ts, False)
         self.closed.setdefault(side, ts)
-        out = self._heartbeat(side, ts) if side == "client" else []
+        self.cut_short = self.cut_short or side == "client" and pending > 0
+        out += self._heartbeat(side, ts) if side == "client" else []
         if side == "client" and self.must_close is not None and "server" not in self.closed:
             requirement, why, since = self.must_close
             if ts - since >= self.prompt:  # sooner, the client may just not have waited for the close
@@ -220,6 +247,26 @@ class Rules(Base):
             return [("server", "stmp-heartbeat-send",
                      f"the server sent nothing for {ts - last:.3f} s while the connection was open "
                      f"(heartbeat interval {self.interval:g} s)")]
+        return []
+
+
+    def _silent_client(self, ts: float, joined_frame: bool):
+        """A server still there (it sends, or the client closes first) longer than its heartbeat
+        timeout after the client's last bytes breaks stmp-heartbeat-timeout.  Judged only where
+        the client sent nothing since its last whole message (TCP: part of a message, its
+        arrival time unseen, is traffic) and never before negotiation (a MAY then)."""
+        if (self.timed_out or self.negotiation != "open" or self.must_close is not None or self.closed
+                or self.blind or "client" not in self.readers):
+            return []
+        reader = self.readers["client"]
+        if reader.pending or joined_frame and reader.joined:
+            return []
+        last = self.last_sent["client"]
+        if last and ts - last > self.timeout + self.timeout_slack:
+            self.timed_out = True
+            return [("server", "stmp-heartbeat-timeout",
+                     f"the server kept the connection {ts - last:.3f} s after the client's last bytes "
+                     f"(heartbeat timeout {self.timeout:g} s)")]
         return []
 
 
