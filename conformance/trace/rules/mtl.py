@@ -1,17 +1,27 @@
 """11/MTL from the wire: the ZMTP greeting and frames, then MTL messages, through the harness's
 ZMTP reader for both roles (the client's control requests decoded by the reference control
 codec, everything else by the harness's MTL reader), and what a capture shows of the server:
-an ill-formed control request is dropped, not answered (SHOULD); no Content from a resource
-after a successful Response to its Dismiss; a second Summon of a summoned resource is refused.
-Authentication, leases and confirms are not checked passively yet."""
+an ill-formed control request is dropped, not answered (SHOULD); each reply read against the
+request it answers (REQ replies come in order): a Profile granted after a 401 with no 201 since, a
+SCRAM exchange ended by 201 before the client's empty last response, a malformed SCRAM
+server-first, a 202 whose port is not a number, a confirm full lease granted on the spec's "test"
+profile; on a data connection: no Content from a resource after a successful Response to its
+Dismiss, a second Summon of a summoned resource refused, and nothing sent to a peer silent past
+the heartbeat timeout.  Not seen on the wire: case-insensitive names (a 400 to a spelling cannot
+be told from a 400 to the body), leases across connections, which Contents a Confirm covered."""
 
 from __future__ import annotations
 
+from collections import deque
+
+from scramp import ScramException
+
 from reference_impl.common.errors import CodecError
 from reference_impl.mtl import control
+from reference_impl.mtl.sasl import SCRAM_SHA_256, ScramClientExchange, b64decode, canonical_mechanism
 
 from conformance.protocols.base import Frame
-from conformance.protocols.mtl import new_reader, to_frame
+from conformance.protocols.mtl import NAMES, new_reader, to_frame
 from conformance.protocols.zmtp_channel import ZmtpReader
 from conformance.trace.rules import Rules as Base
 
@@ -22,11 +32,14 @@ def _client_frame(parts: list[bytes]) -> Frame:
     try:
         if parts and parts[0] == b"":
             request = control.decode_request(parts[1:])
-            return Frame({"kind": "request", "command": request.command}, f"MTL request {request.command}")
+            return Frame({"kind": "request", "request": request}, f"MTL request {request.command}")
         return to_frame(parts)
     except CodecError as exc:
         control_request = bool(parts) and parts[0] == b""
         return Frame({"kind": "ill-formed", "error": exc, "control": control_request}, f"ill-formed: {exc}")
+
+
+_DATA = set(NAMES.values())  # the data commands (a control reply, a ZMTP command are not)
 
 
 class Rules(Base):
@@ -37,14 +50,22 @@ class Rules(Base):
 
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         super().__init__(transport, params)
-        self.requests = 0  # well-formed control requests not yet answered
+        self.requests: deque[control.Request] = deque()  # well-formed control requests not yet answered
+        self.challenged = False  # the last 401/201 was a 401: the client is not authenticated
+        self.profile = ""  # the profile the last 200 to Connection.Profile selected
+        self.last_client = 0.0  # when the client's last frame ended
+        self.dead_after = (params.get("heartbeat_timeout_ms", 15000)
+                           + max(params.get("heartbeat_interval_ms", 5000), params.get("prompt_ms", 1000))) / 1000
+        self.dead_peer_seen = False
+        self.readers: dict[str, ZmtpReader] = {}
         self.ill_formed = 0  # ill-formed control requests since
         self.commands: dict[int, tuple[str, str]] = {}  # seq -> (kind, resource) of the client's Summon/Dismiss
         self.summoned: set[str] = set()
         self.dismissed: set[str] = set()
 
     def new_reader(self, side: str):
-        return ZmtpReader(_client_frame) if side == "client" else new_reader(self.transport)
+        self.readers[side] = ZmtpReader(_client_frame) if side == "client" else new_reader(self.transport)
+        return self.readers[side]
 
     def on_error(self, side: str, exc, ts: float):
         found = super().on_error(side, exc, ts)
@@ -56,19 +77,76 @@ class Rules(Base):
         f = frame.fields
         kind = f.get("kind")
         if side == "client":
+            self.last_client = ts
             return self._client(f, kind)
         if kind == "reply":
             if self.requests:
-                self.requests -= 1
-            elif self.ill_formed:
+                return self._reply(self.requests.popleft(), f)
+            if self.ill_formed:
                 self.ill_formed -= 1
                 return [("server", "mtl-control-drop-ill-formed",
                          f"the server answered an ill-formed request ({f.get('code')}) instead of dropping it", "client")]
         elif kind == "response" and f.get("seq") in self.commands:
             return self._response(f)
-        elif kind == "content" and f.get("resource") in self.dismissed:
-            return [("server", "mtl-no-content-after-dismiss",
-                     f"Content from {f['resource']!r} after the successful Response to its Dismiss", "client")]
+        out = self._dead_peer(kind, ts)
+        if kind == "content" and f.get("resource") in self.dismissed:
+            out.append(("server", "mtl-no-content-after-dismiss",
+                        f"Content from {f['resource']!r} after the successful Response to its Dismiss", "client"))
+        return out
+
+    def _reply(self, request: control.Request, f):
+        code, body, key = f.get("code"), f.get("body"), request.key
+        body_of = request.body if isinstance(request.body, dict) else {}
+        if code in (401, 201):
+            self.challenged = code == 401
+        if key == control.PROFILE and code == 200:
+            if self.challenged:
+                return [("server", "mtl-challenge", "Connection.Profile was granted (200) to a client the server "
+                         "challenged (401) and that has not authenticated since (no 201)", "client")]
+            self.profile = str(body_of.get("profile", ""))
+        if key == control.AUTHORIZE and isinstance(body_of.get("mechanism"), str) \
+                and canonical_mechanism(body_of["mechanism"]) == SCRAM_SHA_256:
+            return self._scram(body_of.get("response", ""), code, f)
+        if key in (control.READER, control.WRITER) and code == 202:
+            port = f.get("port")
+            if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+                return [("server", "mtl-data-lease", f"the 202 Data Lease carries the port {port!r}, not a JSON number")]
+            confirm = body_of.get("confirm")
+            if self.profile.casefold() == "test" and isinstance(confirm, str) and confirm.casefold() == "full":
+                return [("server", "mtl-501", "a confirm full lease was granted (202) on the test profile, which never "
+                         "confirms: 501 Not Implemented is required")]
+        return []
+
+    def _scram(self, response, code, f):
+        """RFC 5802 via the reference's SCRAM client: the server-first answers the client-first in a
+        402; success (201) comes only after the server-final 402, for the client's empty response."""
+        try:
+            data = b64decode(response) if isinstance(response, str) else b""
+        except CodecError:
+            return []
+        if code == 201 and data:
+            return [("server", "mtl-402-cycle", "a SCRAM-SHA-256 Authorize with response data was answered 201 Ready: "
+                     "the server-final travels in a last 402, and 201 answers the client's empty response")]
+        if code == 402 and data.startswith((b"n,", b"y,", b"p=")) and "challenge_text" in f:  # a gs2 header: client-first
+            attributes = dict(a.split("=", 1) for a in data.decode("utf-8", "replace").split(",") if "=" in a)
+            exchange = ScramClientExchange(attributes.get("n", ""), "", attributes.get("r", ""))
+            exchange.client_first()
+            try:
+                exchange.client_final(f["challenge_text"].encode("utf-8"))
+            except (ScramException, UnicodeDecodeError) as exc:
+                return [("server", "mtl-402-cycle", f"the SCRAM server-first message in the 402 is malformed: {exc}")]
+        return []
+
+    def _dead_peer(self, kind, ts: float):
+        """A data peer silent past the heartbeat timeout is disconnected: the server sends it
+        nothing more (mtl-dead-peer).  Judged only while the client has no part of a frame
+        pending (bytes whose arrival time the rules do not see)."""
+        if kind not in _DATA or self.dead_peer_seen or not self.last_client or self.readers["client"].pending:
+            return []
+        if ts - self.last_client > self.dead_after:
+            self.dead_peer_seen = True
+            return [("server", "mtl-dead-peer", f"the server sent {kind} {ts - self.last_client:.3f} s after the client's "
+                     f"last frame, past its heartbeat timeout: a dead peer is sent nothing more")]
         return []
 
     def _client(self, f, kind):
@@ -78,7 +156,7 @@ class Rules(Base):
                 self.ill_formed += 1
             return [("client", self.ERRORS.get(error.code, self.FRAMING), f"an ill-formed message: {error}")]
         if kind == "request":
-            self.requests += 1
+            self.requests.append(f["request"])
         elif kind in ("summon", "dismiss"):
             self.commands[f["seq"]] = (kind, f.get("resource", ""))
         return []
@@ -101,3 +179,4 @@ class Rules(Base):
     def on_gap(self, side: str) -> None:
         if side == "client":
             self.commands.clear()
+            self.dead_peer_seen = True  # the client's traffic is no longer seen: its silence is unknown
