@@ -75,6 +75,35 @@ UNSEEN = {
         "activates-unsupported-suggestion": "activating a suggestion is right for a client that implements it, and "
                                             "what a client implements is not on the wire",
     },
+    "stmp": {
+        "not-found-as-bad-request": "which ACTIONs a server implements is not on the wire: BadRequest is a right "
+                                    "answer to a known ACTION with a bad payload",
+        "never-times-out": "the RequestTimeout (0x25) is delivered locally and never crosses the wire; a client may "
+                           "keep a connection with a request outstanding",
+        "times-out-early": "the RequestTimeout (0x25) is delivered locally and never crosses the wire; a client may "
+                           "close with requests outstanding at any time",
+    },
+    "mtl": {
+        "case-sensitive-commands": "a 400 to a command spelled in another case cannot be told from a 400 to its body "
+                                   "(virtual hosts, mechanisms, profiles are the server's configuration)",
+        "lease-shared": "a lease is taken on one data connection and presented on another: the observer checks one "
+                        "connection at a time",
+        "ignores-multiple": "a redelivered Content carries a new sequence: the wire cannot tell it from a new Content "
+                            "with the same body",
+    },
+    "mc0": {
+        "unchecked-hello": "whether the HELLO was boxed for the broker's key needs the broker's secret key; a WELCOME "
+                           "answering it looks the same on the wire",
+        "odd-headers-crash": "the header count is inside the encrypted MESSAGE: the close that follows cannot be tied "
+                             "to it",
+        "odd-headers-stop-serving": "the header count and the replies are inside encrypted MESSAGEs",
+        "ok-after-error": "the verbs (OK, ERROR) are inside encrypted MESSAGEs",
+        "prefix-match": "the topics are inside encrypted MESSAGEs, and the subscriber is another connection",
+        "fan-out-to-one": "the PUT and its deliveries are encrypted, on connections the observer checks one at a time",
+        "drops-x-headers": "the headers are inside encrypted MESSAGEs",
+        "no-ttl-expiry": "the TTL travels in the encrypted CONNECT, and the subscriptions on other connections",
+        "no-noop": "the TTL that sets the NOOP interval travels in the encrypted CONNECT, and a NOOP is encrypted",
+    },
 }
 PROTOCOLS = sorted(EXACT)
 ALL = {(p, one.role, one.bug): one for p in PROTOCOLS for one in catalog(p)}
