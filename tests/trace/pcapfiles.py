@@ -38,12 +38,13 @@ def data(src, offset, payload, flags=dpkt.tcp.TH_ACK | dpkt.tcp.TH_PUSH):
     return (src, dst, ISN[src] + 1 + offset, flags, payload)
 
 
-def write_pcap(path: Path, segments, cut_last: int = 0, extra_frames=()) -> Path:
+def write_pcap(path: Path, segments, cut_last: int = 0, extra_frames=(), times=None) -> Path:
+    """``times``: each segment's capture time (default: a millisecond apart from 1000 s)."""
     with path.open("wb") as fh:
         writer = dpkt.pcap.Writer(fh, snaplen=65535)
         for i, (src, dst, seq, flags, payload) in enumerate(segments):
             cut = cut_last if i == len(segments) - 1 else 0
-            writer.writepkt(tcp_frame(src, dst, seq, flags, payload, cut), ts=1000.0 + i / 1000)
+            writer.writepkt(tcp_frame(src, dst, seq, flags, payload, cut), ts=times[i] if times else 1000.0 + i / 1000)
         for frame in extra_frames:
             writer.writepkt(frame, ts=2000.0)
     return path
