@@ -63,7 +63,7 @@ import re
 import struct
 from dataclasses import dataclass, replace
 from enum import IntEnum
-from typing import Literal, TypeAlias
+from typing import Literal, NamedTuple, TypeAlias
 
 from reference_impl.common.errors import CodecError
 
@@ -248,32 +248,45 @@ def _parse_header_byte(byte: int) -> tuple[Kind, int]:
     return kind, encoding
 
 
-@dataclass(frozen=True)
-class _Head:
+def _valid_header(byte: int) -> tuple[Kind, int, struct.Struct] | None:
+    try:
+        kind, encoding = _parse_header_byte(byte)
+    except CodecError:
+        return None
+    return kind, encoding, _FIXED[kind]
+
+
+# every header byte parsed once: decoding looks it up (None: _parse_header_byte says what is wrong)
+_HEADERS = tuple(_valid_header(byte) for byte in range(256))
+
+
+class _Head(NamedTuple):
     kind: Kind
     encoding: int
     fields: tuple[int, ...]
-    size: int  # bytes up to the payload
+    size: int  # bytes up to the payload, from ``at``
     payload_size: int | None  # from PS; None when there is no PS to read
 
 
-def _read_head(data: bytes | bytearray, *, with_ps: bool, max_payload: int) -> _Head | None:
-    """Parse everything before the payload; None if more bytes are needed."""
-    if not data:
+def _read_head(data: bytes | bytearray, *, with_ps: bool, max_payload: int, at: int = 0) -> _Head | None:
+    """Parse everything before the payload of the message at ``at``; None if more bytes are needed."""
+    if len(data) <= at:
         return None
-    kind, encoding = _parse_header_byte(data[0])
-    fixed = _FIXED[kind]
+    header = _HEADERS[data[at]]
+    if header is None:
+        _parse_header_byte(data[at])  # raises the reason
+    kind, encoding, fixed = header
     end = 1 + fixed.size
-    if len(data) < end:
+    if len(data) < at + end:
         return None
-    fields = fixed.unpack_from(data, 1)
+    fields = fixed.unpack_from(data, at + 1)
     if encoding == 0:
         return _Head(kind, encoding, fields, end, 0)
     if not with_ps:
         return _Head(kind, encoding, fields, end, None)
-    if len(data) < end + _PS.size:
+    if len(data) < at + end + _PS.size:
         return None
-    (size,) = _PS.unpack_from(data, end)
+    (size,) = _PS.unpack_from(data, at + end)
     if size == 0:
         raise CodecError("empty-payload", "PS 0 with ENCODING != 0")
     if size > max_payload:
@@ -327,27 +340,25 @@ class StreamDecoder:
     def feed(self, data: bytes) -> list[Message]:
         if self._error is not None:
             raise self._error
-        self._buffer += data
+        buffer = self._buffer
+        buffer += data
         messages: list[Message] = []
+        at = 0  # where the next message starts: the buffer is cut once per feed, not per message
         try:
-            while (message := self._next()) is not None:
-                messages.append(message)
+            while (head := _read_head(buffer, with_ps=True, max_payload=self._max_payload, at=at)) is not None:
+                start = at + head.size
+                end = start + (head.payload_size or 0)  # never None: the stream form has PS
+                if len(buffer) < end:
+                    break
+                messages.append(_build(head.kind, head.encoding, head.fields, bytes(buffer[start:end])))
+                at = end
         except CodecError as exc:
             self._error = exc
             if not messages:
+                del buffer[:at]
                 raise
+        del buffer[:at]
         return messages
-
-    def _next(self) -> Message | None:
-        head = _read_head(self._buffer, with_ps=True, max_payload=self._max_payload)
-        if head is None:
-            return None
-        end = head.size + (head.payload_size or 0)  # never None: the stream form has PS
-        if len(self._buffer) < end:
-            return None
-        payload = bytes(self._buffer[head.size:end])
-        del self._buffer[:end]
-        return _build(head.kind, head.encoding, head.fields, payload)
 
 
 def classify_first_byte(b: int) -> Literal["text", "binary"]:
