@@ -93,9 +93,12 @@ class Observer:
             self._stop(sender, start, f"invalid bytes ({exc.code}): the rest of this side is not checked")
             return
         span = end if end is not None and len(frames) > 1 else None
+        on_frame = self.rules.on_frame
         for frame in frames:
             self.frames_checked += 1
-            self._report(sender, self.rules.on_frame(sender, frame, ts), start, frame=self.count[sender], span=span)
+            found = on_frame(sender, frame, ts)
+            if found:
+                self._report(sender, found, start, frame=self.count[sender], span=span)
             self.count[sender] += 1
         if end is not None:
             self.boundary[sender] = end - self._pending(sender)
