@@ -95,7 +95,7 @@ class Rules(Base):
         return out
 
     def _reply(self, request: control.Request, f):
-        code, body, key = f.get("code"), f.get("body"), request.key
+        code, key = f.get("code"), request.key
         body_of = request.body if isinstance(request.body, dict) else {}
         if code in (401, 201):
             self.challenged = code == 401
@@ -110,7 +110,8 @@ class Rules(Base):
         if key in (control.READER, control.WRITER) and code == 202:
             port = f.get("port")
             if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-                return [("server", "mtl-data-lease", f"the 202 Data Lease carries the port {port!r}, not a JSON number")]
+                return [("server", "mtl-data-lease",
+                         f"the 202 Data Lease carries the port {port!r}, not a JSON number")]
             confirm = body_of.get("confirm")
             if self.profile.casefold() == "test" and isinstance(confirm, str) and confirm.casefold() == "full":
                 return [("server", "mtl-501", "a confirm full lease was granted (202) on the test profile, which never "
@@ -127,7 +128,8 @@ class Rules(Base):
         if code == 201 and data:
             return [("server", "mtl-402-cycle", "a SCRAM-SHA-256 Authorize with response data was answered 201 Ready: "
                      "the server-final travels in a last 402, and 201 answers the client's empty response")]
-        if code == 402 and data.startswith((b"n,", b"y,", b"p=")) and "challenge_text" in f:  # a gs2 header: client-first
+        # a gs2 header: the client-first message, which the server-first answers
+        if code == 402 and data.startswith((b"n,", b"y,", b"p=")) and "challenge_text" in f:
             attributes = dict(a.split("=", 1) for a in data.decode("utf-8", "replace").split(",") if "=" in a)
             exchange = ScramClientExchange(attributes.get("n", ""), "", attributes.get("r", ""))
             exchange.client_first()
@@ -145,8 +147,8 @@ class Rules(Base):
             return []
         if ts - self.last_client > self.dead_after:
             self.dead_peer_seen = True
-            return [("server", "mtl-dead-peer", f"the server sent {kind} {ts - self.last_client:.3f} s after the client's "
-                     f"last frame, past its heartbeat timeout: a dead peer is sent nothing more")]
+            return [("server", "mtl-dead-peer", f"the server sent {kind} {ts - self.last_client:.3f} s after the "
+                     "client's last frame, past its heartbeat timeout: a dead peer is sent nothing more")]
         return []
 
     def _client(self, f, kind):

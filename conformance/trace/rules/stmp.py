@@ -139,7 +139,8 @@ class Rules(Base):
             self.offered = list(f.get("versions") or [])
             self.outstanding["client"][0] += 1
             if f["encoding"] != _RAW:
-                return [("client", "stmp-negotiation-request", f"the negotiation request has ENCODING {f['encoding']}, not Raw")]
+                return [("client", "stmp-negotiation-request",
+                         f"the negotiation request has ENCODING {f['encoding']}, not Raw")]
             if "versions" in f and _VERSION not in self.offered:
                 return [("client", "stmp-negotiation-request",
                          f"the negotiation request offers {self.offered}, not the profile's version {_VERSION}")]
@@ -255,7 +256,6 @@ class Rules(Base):
                      f"the server sent nothing for {ts - last:.3f} s while the connection was open "
                      f"(heartbeat interval {self.interval:g} s)")]
         return []
-
 
     def _silent_client(self, ts: float, joined_frame: bool):
         """A server still there (it sends, or the client closes first) longer than its heartbeat
