@@ -355,7 +355,6 @@ class StreamDecoder:
         except CodecError as exc:
             self._error = exc
             if not messages:
-                del buffer[:at]
                 raise
         del buffer[:at]
         return messages
