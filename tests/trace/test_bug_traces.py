@@ -5,9 +5,10 @@ same cases against the correct twin give none against the target.
 
 How far it goes, per protocol (every bug of conformance/selftest/<protocol>_bugs.py is in one
 table): EXACT bugs are found with a requirement the catching case names; OTHER are found under
-another requirement (named here); UNSEEN are not visible to the passive rules yet (timers,
+another requirement (named here); the rest are not visible to the passive rules (timers,
 encrypted mc0 traffic, handshake contents, windows): for those the test only checks that the
-twin's capture gives no finding against the target.
+twin's capture gives no finding against the target, and where a protocol has an UNSEEN table,
+that it gives each one's reason.
 """
 
 from __future__ import annotations
