@@ -14,7 +14,7 @@ the data of the one that asked for it.
 
 Answers a side owes (``_Owed``): a refused SETUP (another major version, a zero timer) or a first
 frame that is not SETUP/RESUME gets ERROR[...] on stream 0 as the server's first frame; a SETUP
-with L gets a LEASE (or a refusal) first; a REQUEST_N of 0 on a live stream (the profile's
+with L gets a LEASE (or a refusal); a REQUEST_N of 0 on a live stream (the profile's
 pinned reading) and a frame whose metadata length overruns get their ERROR.  An answer never
 sent is judged only when a side ended the connection and it was watched ``silence_ms`` past
 what asked for it: a capture that stops first may just have missed it.
@@ -210,8 +210,8 @@ class Rules(Base):
                                    "is ERROR[INVALID_SETUP|UNSUPPORTED_SETUP] on stream 0", ts,
                                    _error_on_zero({codec.INVALID_SETUP, codec.UNSUPPORTED_SETUP}), first=True))
         elif f["lease"]:
-            self.owed.append(_Owed("rsocket-lease-on-setup", "a SETUP with L: an accepting server sends a LEASE first",
-                                   ts, lambda g: g["type"] == "LEASE" or _error_on_zero(_SETUP_CODES)(g), first=True))
+            self.owed.append(_Owed("rsocket-lease-on-setup", "a SETUP with L: an accepting server sends a LEASE",
+                                   ts, lambda g: g["type"] == "LEASE" or _error_on_zero(_SETUP_CODES)(g)))
         return out
 
     def _stream(self, side: str, f, ts: float):
