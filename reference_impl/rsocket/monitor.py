@@ -66,6 +66,7 @@ class WireMonitor:
         self._decoders = {Side.CLIENT: TcpDecoder(), Side.SERVER: TcpDecoder()}
         self._failed: set[Side] = set()
         self._streams: dict[int, _Stream] = {}
+        self._forgotten: set[int] = set()  # streams not judged until a request opens the id again
         self._last_id = {Side.CLIENT: 0, Side.SERVER: 0}
         self._ended: set[Side] = set()  # sent ERROR on stream 0
         self._keepalives: dict[Side, deque[bytes]] = {Side.CLIENT: deque(), Side.SERVER: deque()}
@@ -93,6 +94,12 @@ class WireMonitor:
             self._check(side, frame)
             self.frames += 1
         return self.violations[before:]
+
+    def forget(self, stream_id: int) -> None:
+        """A frame on this stream did not decode: what it meant to its receiver (credit, an end) is
+        unknown, so the stream is no longer judged."""
+        self._streams.pop(stream_id, None)
+        self._forgotten.add(stream_id)
 
     def _violate(self, side: Side, rule: str, detail: str = "") -> None:
         self.violations.append(Violation(side, rule, self.frames, detail))
@@ -133,6 +140,7 @@ class WireMonitor:
 
     def _request(self, side: Side, frame) -> None:
         sid = frame.stream_id
+        self._forgotten.discard(sid)
         stream = self._streams.get(sid)
         if stream is not None and stream.requester is side and side in stream.fragmenting:
             self._violate(side, "request-inside-fragmented-request", f"stream {sid}")
@@ -167,6 +175,8 @@ class WireMonitor:
     def _stream_frame(self, side: Side, frame) -> None:
         sid = frame.stream_id
         stream = self._streams.get(sid)
+        if sid in self._forgotten:
+            return
         if stream is None:
             if isinstance(frame, Payload):
                 self._violate(side, "payload-on-unknown-stream", f"stream {sid}")

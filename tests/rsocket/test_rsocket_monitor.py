@@ -96,3 +96,13 @@ def test_credit_ends_with_cancel_and_a_request_in_use_grants_none() -> None:
     assert rules(STREAM2 + two + [again, (S, H("00000001" "2820") + b"0")]) == [
         ("server", "payload-for-ignored-request")]
     assert rules(STREAM2 + two + [again, (C, H("00000001" "2000" "00000001")), (S, H("00000001" "2820") + b"2")]) == []
+
+
+def test_a_forgotten_stream_is_not_judged() -> None:
+    monitor = WireMonitor()
+    for side, frame in STREAM2:
+        monitor.feed(side, tcp(frame))
+    monitor.forget(1)  # e.g. a REQUEST_N on it that did not decode: its credit is unknown
+    for data in (b"0", b"1", b"2"):
+        monitor.feed(S, tcp(H("00000001" "2820") + data))
+    assert monitor.violations == []

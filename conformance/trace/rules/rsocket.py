@@ -86,6 +86,8 @@ class _Reader(RSocketReader):
         except codec.FrameError as exc:
             if exc.code in _STOPPERS:
                 raise
+            if exc.stream_id:
+                self.monitor.forget(exc.stream_id)
             fields = {"type": "INVALID", "stream": exc.stream_id, "frame_type": exc.frame_type,
                       "ignore": exc.ignorable, "error": exc}
             return [Frame(fields, f"rsocket frame that does not decode ({exc.code})")]
