@@ -60,3 +60,14 @@ def test_a_first_request_that_is_not_setup_owes_invalid_setup():
     assert findings(("client", 0, SETUP), ("client", 0, request), ("server", 0.01, answer)) == []
     assert findings(("client", 0, SETUP), ("client", 0, H("00000003" "1000") + b"x")) == [
         ("client", "rsocket-stream-id-client-start")]
+
+
+def test_the_rules_name_only_must_and_should_requirements():
+    import re
+    from pathlib import Path
+
+    from conformance.trace import rules
+    from conformance.trace.findings import GRADE_OF_LEVEL, requirements
+    named = set(re.findall(r'"(rsocket-[a-z0-9-]+)"', Path(rules.__file__).with_name("rsocket.py").read_text()))
+    known = requirements("rsocket")
+    assert named and {r: known[r].level for r in named if known[r].level not in GRADE_OF_LEVEL} == {}

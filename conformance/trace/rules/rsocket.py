@@ -57,6 +57,13 @@ _ON_STREAM = {0x201: "rsocket-application-error-stream", 0x202: "rsocket-rejecte
 _MONITOR = {"payload-beyond-credit": "rsocket-reactive-streams", "payload-after-cancel": "rsocket-cancel",
             "payload-for-ignored-request": "rsocket-request-in-use", "request-n-zero": "rsocket-request-n-positive"}
 _SIDE = {"client": Side.CLIENT, "server": Side.SERVER}
+# a frame its receiver must drop: on a stream its type does not take (by type), else (I set, or a
+# PAYLOAD without N or C) the spec's "not accounted for"; rsocket-ignore-flag itself is the MAY of
+# closing on a frame without I, so an EXT of unknown type with I set falls here too
+_STREAM_CODES = frozenset({"stream-id-zero", "stream-id-nonzero"})
+_MISPLACED = {codec.CANCEL: "rsocket-cancel-unknown", codec.PAYLOAD: "rsocket-payload-unknown",
+              codec.ERROR: "rsocket-error-unknown", codec.METADATA_PUSH: "rsocket-metadata-push-nonzero"}
+_UNACCOUNTED = "rsocket-unaccounted-ignored"
 _STOPPERS = frozenset({"frame-too-large", "frame-too-short"})  # a bad length: no frame boundary after it
 
 
@@ -169,7 +176,7 @@ class Rules(Base):
         if first:
             out += self._first(f, ts)
         if f["type"] == "INVALID":
-            return out + self._invalid(side, f, ts)
+            return out + self._invalid(side, f, ts, first)
         out += self._stream(side, f, ts)
         if f["type"] == "ERROR":
             out += self._error(side, f, ts)
@@ -180,7 +187,7 @@ class Rules(Base):
         elif f["type"] == "SETUP" and side == "server":
             self.ignorable["client"] = _Ignorable("rsocket-client-ignores-setup", "a SETUP", ts)
         elif f["type"] == "EXT" and f["ignore"]:
-            self.ignorable[peer] = _Ignorable("rsocket-ignore-flag", "an EXT with I set", ts)
+            self.ignorable[peer] = _Ignorable(_UNACCOUNTED, "an EXT with I set", ts)
         return out
 
     def _first(self, f, ts: float):
@@ -243,11 +250,12 @@ class Rules(Base):
             self.live[peer].pop(sid, None)  # the responder's last PAYLOAD (a response is always the last)
         return out
 
-    def _invalid(self, side: str, f, ts: float):
+    def _invalid(self, side: str, f, ts: float, first: bool):
         exc, peer = f["error"], other(side)
         if f["ignore"]:
-            self.ignorable[peer] = _Ignorable("rsocket-cancel-unknown" if f["frame_type"] == codec.CANCEL
-                                              else "rsocket-ignore-flag", f"a frame to ignore ({exc.code})", ts)
+            if not first:
+                requirement = _MISPLACED.get(f["frame_type"], _UNACCOUNTED) if exc.code in _STREAM_CODES else _UNACCOUNTED
+                self.ignorable[peer] = _Ignorable(requirement, f"a frame to ignore ({exc.code})", ts)
             if f["frame_type"] == codec.METADATA_PUSH and exc.code == "stream-id-nonzero":
                 return [(side, "rsocket-metadata-push-stream-zero", f"METADATA_PUSH on stream {exc.stream_id}")]
             return []
