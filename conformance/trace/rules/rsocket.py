@@ -240,8 +240,8 @@ class Rules(Base):
         elif f["type"] == "CANCEL" and sid not in self.live[side] and sid not in self.live[peer]:
             self.ignorable[peer] = _Ignorable("rsocket-cancel-unknown", f"a CANCEL of stream {sid}, not open", ts)
         elif f["type"] == "REQUEST_N" and f["n"] == 0 and side == "client" and sid in self.live["client"]:
-            self.owed.append(_Owed("rsocket-invalid-stream", f"a REQUEST_N of 0 on stream {sid}: the server's answer is "
-                                   f"ERROR[INVALID] on it or ERROR[CONNECTION_ERROR] on 0", ts,
+            self.owed.append(_Owed("rsocket-invalid-stream", f"a REQUEST_N of 0 on stream {sid}: the server's answer is"
+                                   f" ERROR[INVALID] on it or ERROR[CONNECTION_ERROR] on 0", ts,
                                    lambda g, s=sid: g["type"] == "ERROR" and g["stream"] in (0, s), stream=sid))
         if f["type"] in ("CANCEL", "ERROR"):
             self.live[side].pop(sid, None)
@@ -254,7 +254,8 @@ class Rules(Base):
         exc, peer = f["error"], other(side)
         if f["ignore"]:
             if not first:
-                requirement = _MISPLACED.get(f["frame_type"], _UNACCOUNTED) if exc.code in _STREAM_CODES else _UNACCOUNTED
+                misplaced = exc.code in _STREAM_CODES
+                requirement = _MISPLACED.get(f["frame_type"], _UNACCOUNTED) if misplaced else _UNACCOUNTED
                 self.ignorable[peer] = _Ignorable(requirement, f"a frame to ignore ({exc.code})", ts)
             if f["frame_type"] == codec.METADATA_PUSH and exc.code == "stream-id-nonzero":
                 return [(side, "rsocket-metadata-push-stream-zero", f"METADATA_PUSH on stream {exc.stream_id}")]
