@@ -16,6 +16,10 @@ to ignore), then checked against the rules a sender must keep, which the interop
 * a side sends no more PAYLOADs with N than the other side's credit (initial request-n plus
   REQUEST_Ns, saturating at 2^31-1; a fragmented PAYLOAD counts once), a request-response
   responder at most one; nothing after its own COMPLETE, ERROR or CANCEL on that stream;
+* a CANCEL ends the credit: REQUEST_Ns its sender sends after it add none, so a responder that
+  goes on past what it had been granted before the CANCEL ignored it (payload-after-cancel);
+* a request on a stream still in use is dropped by its receiver: it opens nothing and grants no
+  credit, so PAYLOADs answering it are past the first request's credit (payload-for-ignored-request);
 * no PAYLOAD on a stream that was never opened or that both sides have ended;
 * nothing from a side after it sent ERROR on stream 0;
 * a KEEPALIVE answer carries back the data of the KEEPALIVE(R) it answers.
@@ -47,6 +51,8 @@ class _Stream:
     done: set[Side] = field(default_factory=set)  # sides that completed, errored or cancelled
     released: set[Side] = field(default_factory=set)  # sides told to stop (CANCEL or ERROR received)
     fragmenting: set[Side] = field(default_factory=set)  # sides in the middle of a fragmented message
+    cancelled: bool = False  # the requester sent CANCEL: its later REQUEST_Ns grant nothing
+    duplicate: bool = False  # a request on this id arrived while it was in use (and was dropped)
 
 
 _REQUESTS = (RequestResponse, RequestFnf, RequestStream, RequestChannel)
@@ -60,6 +66,7 @@ class WireMonitor:
         self._decoders = {Side.CLIENT: TcpDecoder(), Side.SERVER: TcpDecoder()}
         self._failed: set[Side] = set()
         self._streams: dict[int, _Stream] = {}
+        self._forgotten: set[int] = set()  # streams not judged until a request opens the id again
         self._last_id = {Side.CLIENT: 0, Side.SERVER: 0}
         self._ended: set[Side] = set()  # sent ERROR on stream 0
         self._keepalives: dict[Side, deque[bytes]] = {Side.CLIENT: deque(), Side.SERVER: deque()}
@@ -88,8 +95,21 @@ class WireMonitor:
             self.frames += 1
         return self.violations[before:]
 
+    def forget(self, stream_id: int) -> None:
+        """A frame on this stream did not decode: what it meant to its receiver (credit, an end) is
+        unknown, so the stream is no longer judged."""
+        self._streams.pop(stream_id, None)
+        self._forgotten.add(stream_id)
+
     def _violate(self, side: Side, rule: str, detail: str = "") -> None:
         self.violations.append(Violation(side, rule, self.frames, detail))
+
+    def observe(self, side: Side, frame) -> list[Violation]:
+        """Checks one decoded frame SIDE sent (a caller with its own decoder); returns its violations."""
+        before = len(self.violations)
+        self._check(side, frame)
+        self.frames += 1
+        return self.violations[before:]
 
     def _check(self, side: Side, frame) -> None:
         if side in self._ended:
@@ -120,9 +140,13 @@ class WireMonitor:
 
     def _request(self, side: Side, frame) -> None:
         sid = frame.stream_id
+        self._forgotten.discard(sid)
         stream = self._streams.get(sid)
         if stream is not None and stream.requester is side and side in stream.fragmenting:
             self._violate(side, "request-inside-fragmented-request", f"stream {sid}")
+            return
+        if stream is not None and not stream.cancelled and not stream.released and len(stream.done) < 2:
+            stream.duplicate = True  # in use: the receiver must ignore this request
             return
         if sid % 2 != (1 if side is Side.CLIENT else 0):
             self._violate(side, "stream-id-parity", f"stream {sid}")
@@ -140,7 +164,8 @@ class WireMonitor:
             credit[responder] = max(n or 0, 0)
         stream = _Stream(type(frame), side, credit)
         if isinstance(frame, RequestFnf):
-            stream.done = {side, responder}
+            self._streams.pop(sid, None)
+            return  # nothing more on this stream, from either side
         elif not isinstance(frame, RequestChannel) or frame.complete:
             stream.done.add(side)  # the requester sends nothing more (but fragments of this request)
         if frame.follows:
@@ -150,6 +175,8 @@ class WireMonitor:
     def _stream_frame(self, side: Side, frame) -> None:
         sid = frame.stream_id
         stream = self._streams.get(sid)
+        if sid in self._forgotten:
+            return
         if stream is None:
             if isinstance(frame, Payload):
                 self._violate(side, "payload-on-unknown-stream", f"stream {sid}")
@@ -158,11 +185,12 @@ class WireMonitor:
             if frame.n <= 0:
                 self._violate(side, "request-n-zero", f"stream {sid}")
             other = side.other
-            if stream.credit.get(other) is not None:
+            if stream.credit.get(other) is not None and not (stream.cancelled and side is stream.requester):
                 stream.credit[other] = min(MAX_U31, stream.credit[other] + frame.n)
         elif isinstance(frame, Cancel):
             stream.done.add(side)
             stream.released.add(side.other)
+            stream.cancelled = stream.cancelled or side is stream.requester
         elif isinstance(frame, Error):
             stream.done.add(side)
             stream.released.add(side.other)
@@ -185,7 +213,11 @@ class WireMonitor:
         if frame.next and not continuing:
             credit = stream.credit.get(side)
             if credit is not None:
-                if credit <= 0 and side not in stream.released:
+                if credit <= 0 and stream.cancelled and side is not stream.requester:
+                    self._violate(side, "payload-after-cancel", f"stream {sid}: past the credit granted before CANCEL")
+                elif credit <= 0 and stream.duplicate:
+                    self._violate(side, "payload-for-ignored-request", f"stream {sid}: past the first request's credit")
+                elif credit <= 0 and side not in stream.released:
                     self._violate(side, "payload-beyond-credit", f"stream {sid}")
                 stream.credit[side] = credit - 1
         if frame.complete and not frame.follows:

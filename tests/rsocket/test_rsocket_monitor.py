@@ -85,3 +85,24 @@ def test_a_bad_length_stops_that_direction_only() -> None:
     monitor.feed(S, H("000002" "0000"))  # a frame shorter than its 6-byte header
     monitor.feed(S, tcp(H("00000001" "2860") + b"x"))  # no longer framed: not checked
     assert [(v.side.value, v.rule) for v in monitor.violations] == [("server", "malformed-frame:frame-too-short")]
+
+
+def test_credit_ends_with_cancel_and_a_request_in_use_grants_none() -> None:
+    two = [(S, H("00000001" "2820") + b"0"), (S, H("00000001" "2820") + b"1")]
+    cancel_then_more = [(C, H("00000001" "2400")), (C, H("00000001" "2000" "0000000a"))]  # CANCEL, REQUEST_N 10
+    assert rules(STREAM2 + two + cancel_then_more + [(S, H("00000001" "2820") + b"2")]) == [
+        ("server", "payload-after-cancel")]
+    again = (C, H("00000001" "1800" "00000005") + b"range:9")  # REQUEST_STREAM n=5 on stream 1, in use
+    assert rules(STREAM2 + two + [again, (S, H("00000001" "2820") + b"0")]) == [
+        ("server", "payload-for-ignored-request")]
+    assert rules(STREAM2 + two + [again, (C, H("00000001" "2000" "00000001")), (S, H("00000001" "2820") + b"2")]) == []
+
+
+def test_a_forgotten_stream_is_not_judged() -> None:
+    monitor = WireMonitor()
+    for side, frame in STREAM2:
+        monitor.feed(side, tcp(frame))
+    monitor.forget(1)  # e.g. a REQUEST_N on it that did not decode: its credit is unknown
+    for data in (b"0", b"1", b"2"):
+        monitor.feed(S, tcp(H("00000001" "2820") + data))
+    assert monitor.violations == []

@@ -32,13 +32,22 @@ EXACT = {
     "mc0": {"accepts-null"},
     "mtl": {"content-after-dismiss", "summon-twice-ok", "answers-ill-formed", "skips-402", "server-first-no-iterations",
             "server-final-in-201", "confirm-full-on-test", "port-as-string", "profile-before-auth", "no-dead-peer"},
-    "rsocket": {"even-stream-ids", "app-error-on-stream-zero", "keepalive-data-dropped", "keepalive-not-echoed"},
+    "rsocket": {"even-stream-ids", "app-error-on-stream-zero", "keepalive-data-dropped", "keepalive-not-echoed",
+                "setup-version-accepted", "setup-zero-timers-accepted", "first-frame-served", "second-setup-closes",
+                "credit-past-grant", "request-n-zero-accepted", "ignores-cancel", "cancel-unknown-closes",
+                "stream-in-use-replaced", "metadata-overrun-ignored", "lease-not-sent",
+                "error-data-latin1", "first-stream-3",
+                "setup-error-always-closes", "metadata-push-on-stream", "requests-zero", "setup-version-2",
+                "setup-keepalive-zero"},
 }
 OTHER = {
     "stmp": {"kind-bits-swapped": "stmp-field-order"},
     "micromessage2": {"large-threshold-512": "mm2-flags-byte",
                       # an EXTENSION frame on an ID the final handshake gave no extension
                       "acks-on-an-unused-extension-id": "mm2-extension-index"},
+    # the case names rsocket-ignore-flag, the MAY of closing on a frame *without* I: dropping an EXT
+    # of unknown type with I set is the spec's "frames not accounted for MUST be ignored"
+    "rsocket": {"server/ignorable-ext-closes": "rsocket-unaccounted-ignored"},
 }
 #: per protocol, the bugs the passive rules cannot see and why (every bug of a protocol named here
 #: is in EXACT, OTHER or here)
@@ -103,6 +112,38 @@ UNSEEN = {
         "drops-x-headers": "the headers are inside encrypted MESSAGEs",
         "no-ttl-expiry": "the TTL travels in the encrypted CONNECT, and the subscriptions on other connections",
         "no-noop": "the TTL that sets the NOOP interval travels in the encrypted CONNECT, and a NOOP is encrypted",
+    },
+    "rsocket": {
+        "credit-wraps": "a wrapped credit stalls the stream: the server sends less, never more, and a trace cannot "
+                        "tell a stall from a stream with nothing to send yet (that range:300 has more is the "
+                        "application's)",
+        "server/fragments-not-joined": "the request's fragments are all on the wire before the answer; that the "
+                                       "answer was to the first fragment alone shows only in its content (echo)",
+        "routing-ignored": "which route served a request is application semantics (the data it echoes)",
+        "ids-never-reused": "the server stays silent on a reused id; when or whether a responder answers is the "
+                            "application's",
+        "resume-ok-sent-position": "RESUME_OK's position is what the server received, which a capture cannot tell "
+                                   "from what the client sent (bytes in flight when the transport dropped), and "
+                                   "the session spans connections, which are checked one at a time",
+        "resume-no-replay": "the frames owed after RESUME_OK were sent on an earlier connection: a session spans "
+                            "connections, which are checked one at a time",
+        "resume-any-token": "whether a token names a session the server kept is the server's state (sessions from "
+                            "other connections, or from before the capture)",
+        "resume-lease-not-restarted": "the L flag of the session is in the SETUP of an earlier connection; "
+                                      "connections are checked one at a time",
+        "ignores-setup-rejection": "the client should close after the rejection, but the server closes right "
+                                   "after its ERROR too, so which side closes first proves nothing",
+        "client/fragments-not-joined": "the client's reassembly is internal: it sends the same frames either way "
+                                       "(only its exit code differs)",
+        "stream-error-ignored": "what the client makes of an ERROR on its stream is internal: it sends nothing "
+                                "either way",
+        "waits-for-complete": "the client treats a response without C as complete or not internally: it sends "
+                              "nothing either way",
+        # the case's last frame follows the frame to ignore at once and the suite closes: the client's
+        # ERROR comes after the capture ends (a capture that shows it is caught, under the same requirement)
+        "client/ignorable-ext-closes": "the client's ERROR answering the EXT comes after the suite closed",
+        "setup-frame-closes": "the client's ERROR answering the SETUP comes after the suite closed",
+        "no-request-n": "a requester may request no more: only the testcase knows it wanted all five",
     },
 }
 PROTOCOLS = sorted(EXACT)

@@ -151,3 +151,22 @@ def test_replies_to_requests_lost_by_the_capture_are_no_finding(tmp_path):
     result = check(write_pcap(tmp_path / "lost.pcap", segments))
     assert result.findings == []
     assert [(n.sender, n.offset) for n in result.notes] == [("client", 12)]
+
+
+PREFIX = {"stmp": "stmp", "micromessage2": "mm2", "rsio": "rsio", "mc0": "mc0", "mtl": "mtl", "rsocket": "rsocket"}
+
+
+@pytest.mark.parametrize("protocol", sorted(PREFIX))
+def test_each_rules_file_names_only_catalogued_must_and_should_requirements(protocol):
+    """A finding is graded from its requirement's level: a MAY (or a typo) named by a rule would
+    have no grade, and writing the records would fail on it."""
+    import re
+
+    from conformance.trace import rules
+    from conformance.trace.findings import GRADE_OF_LEVEL, requirements
+    source = Path(rules.__file__).with_name(f"{protocol}.py").read_text()
+    named = set(re.findall(rf'"({PREFIX[protocol]}-[a-z0-9-]+)"', source))
+    known = requirements(protocol)
+    assert named
+    assert {r: known[r].level if r in known else "not catalogued" for r in named
+            if r not in known or known[r].level not in GRADE_OF_LEVEL} == {}

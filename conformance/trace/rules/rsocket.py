@@ -1,71 +1,341 @@
 """RSocket from the wire: every frame of both roles through the harness's reader (the reference
-codec, fragments joined; TCP length-prefixed or one frame per WebSocket message), codec errors
-naming requirements, and rules a capture shows at once: the client's first frame is SETUP or
-RESUME; each side opens streams of its own parity; an ERROR's code sits on the stream its kind
-needs (connection errors on 0, stream errors above); a KEEPALIVE answer echoes the data of the
-one that asked for it.  Credits and leases are not checked passively yet."""
+codec, fragments joined; TCP length-prefixed or one frame per WebSocket message) and, frame by
+frame, through the reference wire monitor (reference_impl/rsocket/monitor.py: credit per stream,
+saturating at 2^31-1, ended by CANCEL; requests on a stream in use grant nothing; request-n > 0).
+
+A frame that does not decode but whose length is known is reported and skipped, not the end of
+that side: the spec tells its receiver what to do with it (drop it when ignorable, answer
+ERROR[CONNECTION_ERROR] when its metadata length overruns), and that answer is checked too.
+
+Checked at once: the client's first frame is SETUP 1.x or RESUME on stream 0, with timers above 0,
+and its first request (after SETUP) is on stream 1; each side opens streams of its own parity; an
+ERROR's code sits on the stream its kind needs and its data is UTF-8; a KEEPALIVE answer echoes
+the data of the one that asked for it.
+
+Answers a side owes (``_Owed``): a refused SETUP (another major version, a zero timer) or a first
+frame that is not SETUP/RESUME gets ERROR[...] on stream 0 as the server's first frame; a SETUP
+with L gets a LEASE (or a refusal); a REQUEST_N of 0 on a live stream (the profile's
+pinned reading) and a frame whose metadata length overruns get their ERROR.  An answer never
+sent is judged only when a side ended the connection and it was watched ``silence_ms`` past
+what asked for it: a capture that stops first may just have missed it.
+
+Frames a receiver must ignore (a CANCEL of a stream it does not have, an EXT or a bad frame with
+I set, a second SETUP, a SETUP sent to a client, a setup ERROR sent to an established client):
+the receiver breaks the rule that says so when its very next move is ERROR[CONNECTION_ERROR] on
+stream 0, or a close while a stream it requested is still open, within ``silence_ms`` (and the
+SETUP's max lifetime, past which either may be a keepalive timeout) and with nothing from the
+sender in between that the move could answer.
+
+Not checked here (see tests/trace/test_bug_traces.py, UNSEEN): what a frame's content should have
+been (routing, echoes, reassembled requests), a side that stays silent where it should have sent
+(a stalled credit, a request never answered), and resumption, whose session spans connections
+while the checker sees one connection at a time.
+"""
 
 from __future__ import annotations
 
-from conformance.trace.rules import Rules as Base
+from dataclasses import dataclass
+from typing import Callable
+
+from reference_impl.rsocket import codec
+from reference_impl.rsocket.monitor import Side, WireMonitor
+
+from conformance.protocols.base import Frame
+from conformance.protocols.rsocket import RSocketReader
+from conformance.trace.rules import Rules as Base, other
 
 _REQUESTS = frozenset({"REQUEST_RESPONSE", "REQUEST_FNF", "REQUEST_STREAM", "REQUEST_CHANNEL"})
 _PARITY = {"client": "odd", "server": "even"}
+_SETUP_CODES = frozenset({codec.INVALID_SETUP, codec.UNSUPPORTED_SETUP, codec.REJECTED_SETUP, codec.REJECTED_RESUME})
 # ERROR codes (Protocol.md, Error Codes) -> the requirement naming the stream they belong on
 _ON_ZERO = {0x001: "rsocket-setup-error-stream-zero", 0x002: "rsocket-unsupported-setup-stream-zero",
             0x003: "rsocket-setup-error-stream-zero", 0x004: "rsocket-rejected-resume-stream-zero",
             0x101: "rsocket-connection-error-stream-zero", 0x102: "rsocket-connection-error-stream-zero"}
 _ON_STREAM = {0x201: "rsocket-application-error-stream", 0x202: "rsocket-rejected-canceled-stream",
               0x203: "rsocket-rejected-canceled-stream", 0x204: "rsocket-invalid-stream"}
+# the wire monitor's rules this module does not already check -> requirement
+_MONITOR = {"payload-beyond-credit": "rsocket-reactive-streams", "payload-after-cancel": "rsocket-cancel",
+            "payload-for-ignored-request": "rsocket-request-in-use", "request-n-zero": "rsocket-request-n-positive"}
+_SIDE = {"client": Side.CLIENT, "server": Side.SERVER}
+# a frame its receiver must drop: on a stream its type does not take (by type), else (I set, or a
+# PAYLOAD without N or C) the spec's "not accounted for"; rsocket-ignore-flag itself is the MAY of
+# closing on a frame without I, so an EXT of unknown type with I set falls here too
+_STREAM_CODES = frozenset({"stream-id-zero", "stream-id-nonzero"})
+_MISPLACED = {codec.CANCEL: "rsocket-cancel-unknown", codec.PAYLOAD: "rsocket-payload-unknown",
+              codec.ERROR: "rsocket-error-unknown", codec.METADATA_PUSH: "rsocket-metadata-push-nonzero"}
+_UNACCOUNTED = "rsocket-unaccounted-ignored"
+_STOPPERS = frozenset({"frame-too-large", "frame-too-short"})  # a bad length: no frame boundary after it
+
+
+class _Reader(RSocketReader):
+    """The harness reader, also handing every codec frame to the connection's wire monitor, and
+    turning a frame that does not decode (its length known) into an ``INVALID`` frame."""
+
+    def __init__(self, transport: str, monitor: WireMonitor, side: Side) -> None:
+        super().__init__(transport)
+        self.monitor, self.side = monitor, side
+        self.seen: list = []  # the monitor's violations, handed on with the next frame returned
+
+    def feed(self, data: bytes | str) -> list[Frame]:
+        if self.transport != "tcp":
+            return self._decoded(lambda: codec.decode_websocket(data))
+        self._decoder.feed(data.encode() if isinstance(data, str) else data)
+        out: list[Frame] = []
+        while True:
+            frames = self._decoded(self._decoder.next_frame)
+            if frames is None:
+                return out
+            out += frames
+
+    def _decoded(self, next_frame: Callable) -> list[Frame] | None:
+        try:
+            frame = next_frame()
+        except codec.FrameError as exc:
+            if exc.code in _STOPPERS:
+                raise
+            if exc.stream_id:
+                self.monitor.forget(exc.stream_id)
+            fields = {"type": "INVALID", "stream": exc.stream_id, "frame_type": exc.frame_type,
+                      "ignore": exc.ignorable, "error": exc}
+            return [Frame(fields, f"rsocket frame that does not decode ({exc.code})")]
+        if frame is None:
+            return None
+        self.seen += self.monitor.observe(self.side, frame)
+        out = self._frames(frame)
+        if out and self.seen:
+            out[-1].fields["monitor"], self.seen = self.seen, []
+        return out
+
+
+@dataclass
+class _Owed:
+    """An answer the server owes: ``ok`` says whether a server frame is it; ``first``: nothing else may come before."""
+
+    requirement: str
+    message: str
+    ts: float
+    ok: Callable[[dict], bool]
+    first: bool = False
+    stream: int = 0  # the stream it concerns: the owed answer lapses when the server ends that stream
+
+
+@dataclass
+class _Ignorable:
+    """A frame the receiver must ignore, and when it came."""
+
+    requirement: str
+    what: str
+    ts: float
+
+
+def _error_on_zero(codes) -> Callable[[dict], bool]:
+    return lambda f: f["type"] == "ERROR" and f["stream"] == 0 and f["code"] in codes
 
 
 class Rules(Base):
     protocol = "rsocket"
     ERRORS = {"frame-too-short": "rsocket-frame-length-prefix", "truncated": "rsocket-frame-length-prefix",
               "trailing-bytes": "rsocket-frame-length-prefix", "frame-too-large": "rsocket-max-frame-size",
-              "mime-not-ascii": "rsocket-mime-ascii", "extended-type-zero": "rsocket-ext-type-positive"}
+              "mime-not-ascii": "rsocket-mime-ascii", "extended-type-zero": "rsocket-ext-type-positive",
+              "metadata-length-overrun": "rsocket-metadata-length-invalid"}
     FRAMING = "rsocket-frame-length-prefix"
 
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         super().__init__(transport, params)
-        self.first_seen = False
+        self.window = params.get("silence_ms", 500) / 1000  # how long a watched side may take to answer
+        self.reaction = self.window  # how soon after a frame to ignore an ERROR or close counts as its answer
+        self.monitor = WireMonitor()
+        self.first: str | None = None  # the client's first frame type
+        self.refused = False  # the server sent an ERROR on stream 0
+        self.served = False  # the server sent a frame that only an established connection carries
+        self.client_requested = False
         self.opened: dict[str, set[int]] = {"client": set(), "server": set()}
+        self.live: dict[str, dict[int, str]] = {"client": {}, "server": {}}  # streams each side requested, not ended
         self.keepalive_asked: dict[str, list[bytes]] = {"client": [], "server": []}  # data each side asked back
+        self.owed: list[_Owed] = []
+        self.ignorable: dict[str, _Ignorable | None] = {"client": None, "server": None}  # what each must ignore
+        self.ended: dict[str, float | None] = {"client": None, "server": None}
+        self.last_ts = 0.0
 
-    def on_error(self, side: str, exc, ts: float):
-        if getattr(exc, "ignorable", False):
-            return []  # a frame the spec lets the receiver drop (the IGNORE flag)
-        return super().on_error(side, exc, ts)
+    def new_reader(self, side: str):
+        return _Reader(self.transport, self.monitor, _SIDE[side])
+
+    # -- frames ------------------------------------------------------------------------------
 
     def on_frame(self, side: str, frame, ts: float):
         f = frame.fields
-        out = []
-        if side == "client" and not self.first_seen:
-            self.first_seen = True
-            if f["type"] not in ("SETUP", "RESUME") or f["stream"] != 0:
-                out.append(("client", "rsocket-first-frame-setup",
-                            f"the client's first frame is {f['type']} on stream {f['stream']}, not SETUP or RESUME on 0"))
-        if f["type"] in _REQUESTS and f["stream"] not in self.opened["client" if side == "server" else "server"]:
-            self.opened[side].add(f["stream"])
-            if f["parity"] != _PARITY[side]:
-                out.append((side, "rsocket-stream-id-parity",
-                            f"the {side} opened stream {f['stream']} with {f['type']}: {_PARITY[side]} IDs are its own"))
+        self.last_ts = max(self.last_ts, ts)
+        peer = other(side)
+        out = [(side, _MONITOR[v.rule], f"{v.rule}: {v.detail}") for v in f.get("monitor", ()) if v.rule in _MONITOR]
+        out += self._reaction(side, f, ts)
+        if not (f["type"] == "PAYLOAD" and f["stream"] in self.live[peer] and not out):
+            self.ignorable[peer] = None  # the peer's next move may answer this frame, not the one to ignore
+        if side == "server":
+            out += self._answers(f, ts)
+        first = side == "client" and self.first is None
+        if first:
+            out += self._first(f, ts)
+        if f["type"] == "INVALID":
+            return out + self._invalid(side, f, ts, first)
+        out += self._stream(side, f, ts)
         if f["type"] == "ERROR":
-            out += self._error(side, f)
+            out += self._error(side, f, ts)
         elif f["type"] == "KEEPALIVE":
             out += self._keepalive(side, f)
+        elif f["type"] == "SETUP" and side == "client" and not first and self.first == "SETUP" and not self.refused:
+            self.ignorable["server"] = _Ignorable("rsocket-second-setup", "a second SETUP", ts)
+        elif f["type"] == "SETUP" and side == "server":
+            self.ignorable["client"] = _Ignorable("rsocket-client-ignores-setup", "a SETUP", ts)
+        elif f["type"] == "EXT" and f["ignore"]:
+            self.ignorable[peer] = _Ignorable(_UNACCOUNTED, "an EXT with I set", ts)
         return out
 
-    def _error(self, side: str, f):
-        code, stream = f["code"], f["stream"]
-        if code in _ON_ZERO and stream != 0:
-            return [(side, _ON_ZERO[code], f"ERROR {code:#x} on stream {stream}: its stream is 0")]
-        if code in _ON_STREAM and stream == 0:
-            return [(side, _ON_STREAM[code], f"ERROR {code:#x} on stream 0: it belongs to a stream above 0")]
+    def _first(self, f, ts: float):
+        self.first = f["type"]
+        if f["type"] == "SETUP":
+            self.reaction = min(self.reaction, f["lifetime"] / 1000)  # past it, a close may be a keepalive timeout
+        if f["type"] == "INVALID" and not (f["frame_type"] in (codec.SETUP, codec.RESUME) and f["stream"]):
+            return []  # a first frame that does not decode: the server may call it a CONNECTION_ERROR
+        if f["type"] not in ("SETUP", "RESUME") or f["stream"] != 0:
+            name = codec.FRAME_NAMES[f["frame_type"]] if f["type"] == "INVALID" else f["type"]
+            self.owed.append(_Owed("rsocket-first-frame-invalid-setup", f"the client's first frame is {name}: "
+                                   "the server's answer is ERROR[INVALID_SETUP] on stream 0 and a close", ts,
+                                   _error_on_zero({codec.INVALID_SETUP}), first=True))
+            return [("client", "rsocket-first-frame-setup",
+                     f"the client's first frame is {name} on stream {f['stream']}, not SETUP or RESUME on 0")]
+        if f["type"] != "SETUP":
+            return []
+        out, refused = [], []
+        if not f["version"].startswith("1."):
+            out.append(("client", "rsocket-first-frame-setup", f"a SETUP of version {f['version']}, not 1.x"))
+            refused.append(f"version {f['version']}")
+        for name, requirement in (("keepalive", "rsocket-keepalive-interval-positive"),
+                                  ("lifetime", "rsocket-lifetime-positive")):
+            if f[name] == 0:
+                out.append(("client", requirement, f"a SETUP with a {name} of 0: it must be above 0"))
+                refused.append(f"{name} 0")
+        if refused:
+            self.owed.append(_Owed("rsocket-setup-refused", f"a SETUP with {', '.join(refused)}: the server's answer "
+                                   "is ERROR[INVALID_SETUP|UNSUPPORTED_SETUP] on stream 0", ts,
+                                   _error_on_zero({codec.INVALID_SETUP, codec.UNSUPPORTED_SETUP}), first=True))
+        elif f["lease"]:
+            self.owed.append(_Owed("rsocket-lease-on-setup", "a SETUP with L: an accepting server sends a LEASE",
+                                   ts, lambda g: g["type"] == "LEASE" or _error_on_zero(_SETUP_CODES)(g)))
+        return out
+
+    def _stream(self, side: str, f, ts: float):
+        out, peer, sid = [], other(side), f["stream"]
+        if f["type"] in _REQUESTS and sid not in self.opened[peer]:
+            self.opened[side].add(sid)
+            if f["type"] != "REQUEST_FNF":
+                self.live[side][sid] = f["type"]
+            if f["parity"] != _PARITY[side]:
+                out.append((side, "rsocket-stream-id-parity",
+                            f"the {side} opened stream {sid} with {f['type']}: {_PARITY[side]} IDs are its own"))
+            if side == "client" and not self.client_requested and self.first == "SETUP" and sid != 1:
+                out.append(("client", "rsocket-stream-id-client-start",
+                            f"the client's first request after SETUP is on stream {sid}, not 1"))
+            if side == "client":
+                self.client_requested = True
+        elif f["type"] == "CANCEL" and sid not in self.live[side] and sid not in self.live[peer]:
+            self.ignorable[peer] = _Ignorable("rsocket-cancel-unknown", f"a CANCEL of stream {sid}, not open", ts)
+        elif f["type"] == "REQUEST_N" and f["n"] == 0 and side == "client" and sid in self.live["client"]:
+            self.owed.append(_Owed("rsocket-invalid-stream", f"a REQUEST_N of 0 on stream {sid}: the server's answer is"
+                                   f" ERROR[INVALID] on it or ERROR[CONNECTION_ERROR] on 0", ts,
+                                   lambda g, s=sid: g["type"] == "ERROR" and g["stream"] in (0, s), stream=sid))
+        if f["type"] in ("CANCEL", "ERROR"):
+            self.live[side].pop(sid, None)
+            self.live[peer].pop(sid, None)
+        elif f["type"] == "PAYLOAD" and (f["complete"] or self.live[peer].get(sid) == "REQUEST_RESPONSE"):
+            self.live[peer].pop(sid, None)  # the responder's last PAYLOAD (a response is always the last)
+        return out
+
+    def _invalid(self, side: str, f, ts: float, first: bool):
+        exc, peer = f["error"], other(side)
+        if f["ignore"]:
+            if not first:
+                misplaced = exc.code in _STREAM_CODES
+                requirement = _MISPLACED.get(f["frame_type"], _UNACCOUNTED) if misplaced else _UNACCOUNTED
+                self.ignorable[peer] = _Ignorable(requirement, f"a frame to ignore ({exc.code})", ts)
+            if f["frame_type"] == codec.METADATA_PUSH and exc.code == "stream-id-nonzero":
+                return [(side, "rsocket-metadata-push-stream-zero", f"METADATA_PUSH on stream {exc.stream_id}")]
+            return []
+        self.ignorable[peer] = None  # the peer's answer may be to this frame
+        if exc.code == "metadata-length-overrun" and side == "client":
+            self.owed.append(_Owed("rsocket-metadata-length-invalid", "a frame whose metadata length overruns it: the "
+                                   "server's answer is ERROR[CONNECTION_ERROR] on stream 0", ts,
+                                   _error_on_zero({codec.CONNECTION_ERROR})))
+        return super().on_error(side, exc, ts)
+
+    # -- what a side owes, and what it must ignore -------------------------------------------
+
+    def _answers(self, f, ts: float):
+        out = []
+        for owed in list(self.owed):
+            if owed.ok(f):
+                self.owed.remove(owed)
+            elif owed.first and f["type"] != "KEEPALIVE":  # a KEEPALIVE answer may come first
+                self.owed.remove(owed)
+                out.append(("server", owed.requirement, f"{owed.message}; its first frame after it is {f['type']}"))
+            elif owed.stream and f["stream"] == owed.stream and (f["type"] == "ERROR" or f.get("complete")):
+                self.owed.remove(owed)  # it ended the stream first (the REQUEST_N may have crossed it)
+        if f["type"] in ("LEASE", "PAYLOAD") or f["type"] in _REQUESTS:
+            self.served = True
+        elif f["type"] == "ERROR" and f["stream"] == 0:
+            self.refused = True
+        return out
+
+    def _reaction(self, side: str, f, ts: float):
+        pending = self.ignorable[side]
+        if pending is None:
+            return []
+        self.ignorable[side] = None
+        if f["type"] == "ERROR" and f["stream"] == 0 and f["code"] == codec.CONNECTION_ERROR \
+                and ts - pending.ts < self.reaction:
+            return [(side, pending.requirement, f"ERROR[CONNECTION_ERROR] on stream 0 answering {pending.what}, "
+                     "which the receiver must ignore")]
         return []
 
+    def on_end(self, side: str, ts: float, how: str, pending: int):
+        self.ended[side] = ts
+        self.last_ts = max(self.last_ts, ts)
+        ignored = self.ignorable[side]
+        self.ignorable[side] = None
+        if ignored and how == "FIN" and ts - ignored.ts < self.reaction and self.live[side]:
+            return [(side, ignored.requirement, f"the {side} closed the connection {1000 * (ts - ignored.ts):.0f} ms "
+                     f"after {ignored.what}, which it must ignore, with stream {min(self.live[side])} still open")]
+        return []
+
+    def on_gap(self, side: str) -> None:
+        self.owed = []  # the client may have asked, or the server answered, in the bytes not seen
+        self.ignorable[other(side)] = None
+
+    def on_finish(self):
+        if self.ended == {"client": None, "server": None}:
+            return []  # the capture stopped with the connection open: an answer may still be coming
+        return [("server", o.requirement, f"{o.message}; it never came") for o in self.owed
+                if self.last_ts - o.ts >= self.window]
+
+    # -- single frames -----------------------------------------------------------------------
+
+    def _error(self, side: str, f, ts: float):
+        code, stream = f["code"], f["stream"]
+        out = []
+        if code in _ON_ZERO and stream != 0:
+            out.append((side, _ON_ZERO[code], f"ERROR {code:#x} on stream {stream}: its stream is 0"))
+        elif code in _ON_STREAM and stream == 0:
+            out.append((side, _ON_STREAM[code], f"ERROR {code:#x} on stream 0: it belongs to a stream above 0"))
+        try:
+            bytes(f.get("data") or b"").decode("utf-8")
+        except UnicodeDecodeError:
+            out.append((side, "rsocket-error-data-utf8", "ERROR data that is not UTF-8"))
+        if side == "server" and stream == 0 and code in _SETUP_CODES and self.served:
+            self.ignorable["client"] = _Ignorable("rsocket-client-ignores-setup-errors",
+                                                  f"ERROR {code:#x} after the connection was established", ts)
+        return out
+
     def _keepalive(self, side: str, f):
-        peer = "server" if side == "client" else "client"
+        peer = other(side)
         if f["respond"]:
             self.keepalive_asked[side].append(bytes(f.get("data") or b""))
             return []

@@ -1,0 +1,62 @@
+"""The RSocket passive rules on hand-written frames (Protocol.md's layouts; type-and-flags word:
+type << 10 | M 0x100 | F/R 0x80 | C 0x40 | N 0x20), fed to one connection's observer."""
+
+from __future__ import annotations
+
+from conformance.trace.observer import Observer
+from conformance.trace.rules import rules_for
+
+H = bytes.fromhex
+SETUP = H("00000000" "0400" "0001" "0000" "000001f4" "000007d0" "00" "00")  # 1.0, keepalive 500, lifetime 2000
+SETUP_2 = H("00000000" "0400" "0002" "0000" "000001f4" "000007d0" "00" "00")  # version 2.0
+SETUP_KEEPALIVE_0 = H("00000000" "0400" "0001" "0000" "00000000" "000007d0" "00" "00")
+CANCEL_41 = H("00000029" "2400")
+CONNECTION_ERROR = H("00000000" "2c00" "00000101") + b"bad"
+UNSUPPORTED_SETUP = H("00000000" "2c00" "00000002") + b"no"
+
+
+def tcp(frame: bytes) -> bytes:
+    return len(frame).to_bytes(3, "big") + frame
+
+
+def findings(*events) -> list[tuple[str, str]]:
+    """events: (side, seconds, frame bytes), or (side, seconds, "FIN")."""
+    observer = Observer("rsocket", "tcp", ("127.0.0.1", 40000), ("127.0.0.1", 9000),
+                        rules_for("rsocket", "tcp", {"silence_ms": 300}))
+    offset = {"client": 0, "server": 0}
+    for side, ts, what in events:
+        if what == "FIN":
+            observer.end(side, ts, "FIN")
+            continue
+        observer.data(side, ts, offset[side], tcp(what))
+        offset[side] += len(tcp(what))
+    observer.finish()
+    return [(f.sender, f.requirement) for f in observer.findings]
+
+
+def test_a_connection_error_right_after_a_frame_to_ignore():
+    assert findings(("client", 0, SETUP), ("client", 1, CANCEL_41), ("server", 1.01, CONNECTION_ERROR)) == [
+        ("server", "rsocket-cancel-unknown")]
+    # two seconds later it answers nothing the client sent (a keepalive timeout looks like this)
+    assert findings(("client", 0, SETUP), ("client", 1, CANCEL_41), ("server", 3, CONNECTION_ERROR)) == []
+
+
+def test_a_refused_setup_owes_its_error():
+    assert findings(("client", 0, SETUP_2), ("client", 1, "FIN")) == [
+        ("client", "rsocket-first-frame-setup"), ("server", "rsocket-setup-refused")]
+    assert findings(("client", 0, SETUP_2), ("server", 0.01, UNSUPPORTED_SETUP), ("client", 1, "FIN")) == [
+        ("client", "rsocket-first-frame-setup")]
+    # the capture stops with the connection open: the answer may still come
+    assert findings(("client", 0, SETUP_2)) == [("client", "rsocket-first-frame-setup")]
+    assert findings(("client", 0, SETUP_KEEPALIVE_0), ("client", 1, "FIN")) == [
+        ("client", "rsocket-keepalive-interval-positive"), ("server", "rsocket-setup-refused")]
+
+
+def test_a_first_request_that_is_not_setup_owes_invalid_setup():
+    request = H("00000001" "1000") + b"echo:x"  # REQUEST_RESPONSE stream 1
+    answer = H("00000001" "2860") + b"x"  # PAYLOAD N|C
+    assert findings(("client", 0, request), ("server", 0.01, answer)) == [
+        ("client", "rsocket-first-frame-setup"), ("server", "rsocket-first-frame-invalid-setup")]
+    assert findings(("client", 0, SETUP), ("client", 0, request), ("server", 0.01, answer)) == []
+    assert findings(("client", 0, SETUP), ("client", 0, H("00000003" "1000") + b"x")) == [
+        ("client", "rsocket-stream-id-client-start")]
