@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 #: Keys of an expect step that shape the wait rather than describe a frame.
-EXPECT_OPTIONS = ("within_ms", "level", "any_of", "all_of", "allow", "unsupported_if", "closed", "save")
+EXPECT_OPTIONS = ("within_ms", "level", "any_of", "all_of", "allow", "unsupported_if", "informational_if", "closed",
+                  "save")
 
 Problem = tuple[tuple, str]
 Check = Callable[[dict[str, Any], tuple], Iterable[Problem]]
@@ -141,8 +142,9 @@ def _expect(spec: dict[str, Any], path: tuple, match: Check, problems: list[Prob
         else:
             for j, alt in enumerate(allow):
                 _match_one(alt, path + ("allow", j), match, problems)
-    if "unsupported_if" in spec:
-        _match_one(spec["unsupported_if"], path + ("unsupported_if",), match, problems)
+    for option in ("unsupported_if", "informational_if"):
+        if option in spec:
+            _match_one(spec[option], path + (option,), match, problems)
     save = spec.get("save")
     if save is not None and not (isinstance(save, dict)
                                  and all(isinstance(k, str) and isinstance(v, str) for k, v in save.items())):

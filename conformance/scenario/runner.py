@@ -421,6 +421,9 @@ class CaseRunner:
         closed_ok = spec.get("closed", False) is True or any(a.get("closed") is True for a in raw_alts)
         alternatives = [self.adapter.normalize(a) for a in raw_alts if not a.get("closed")]
         unsupported = self.adapter.normalize(spec["unsupported_if"]) if "unsupported_if" in spec else None
+        # informational_if: an answer the spec allows but the profile cannot read as yes or no (a
+        # refusal whose code does not say "not implemented"): recorded, never FAILED
+        informational = self.adapter.normalize(spec["informational_if"]) if "informational_if" in spec else None
 
         def wanted() -> str:  # only failure messages need it: not built for each of 70,000 passing frames
             return " or ".join([_describe(a) for a in alternatives] + (["a close"] if closed_ok else []))
@@ -449,6 +452,9 @@ class CaseRunner:
                 continue
             if unsupported is not None and self.adapter.matches(unsupported, frame)[0]:
                 raise _Verdict(Grade.UNSUPPORTED, f"the target declared this unsupported: {frame}")
+            if informational is not None and self.adapter.matches(informational, frame)[0]:
+                raise _Verdict(Grade.INFORMATIONAL, f"the target answered {frame}: the spec allows it, the profile "
+                                                    "grades it INFORMATIONAL")
             raise _Verdict(grade_for_violation(level), f"expected {wanted()}; got {frame} ({'; '.join(reasons)})")
 
     async def _expect_all(self, spec: dict[str, Any], level: str, within: int, allowed: list[dict[str, Any]]) -> None:

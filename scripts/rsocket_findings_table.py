@@ -1,0 +1,210 @@
+"""Re-run the RSocket suite against the three third-party images and rewrite the grade cells of
+docs/findings/rsocket.md's per-case table ("Every case on the three libraries") from the records.
+
+    python scripts/rsocket_findings_table.py run --out out/rsocket-images [--library rsocket-py]
+    python scripts/rsocket_findings_table.py table --runs out/rsocket-images [--write]
+    python scripts/rsocket_findings_table.py wire --runs out/rsocket-images rsocket-py CASE [tcp|ws]
+
+`run` runs `conformance run rsocket --target docker:IMAGE --jobs 1` for one library at a time (both
+roles, TCP and WebSocket), then runs each case that ended in ERROR again on a fresh container (a
+server process that died takes the cases after it with it: rsocket-js 1.0's F-JS1-2).
+`table` reads the records and prints how each cell's grades differ from the page; with --write it
+rewrites the grades. What a cell names (findings F-..., notes N-...) and the reason column are the
+page's own prose and are kept: the script only reports a non-passing cell that names nothing, and
+a reason left on a case that now passes somewhere. Needs the images (`conformance images build
+--protocol rsocket`) and a docker engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "findings" / "rsocket.md"
+SECTION = "## Every case on the three libraries"
+# page column -> (the run folder's name, the image)
+LIBRARIES = {
+    "rsocket-py 0.4.20": ("rsocket-py", "conformance-thirdparty-rsocket-py:latest"),
+    "rsocket-js 0.0.27": ("rsocket-js-0.0", "conformance-thirdparty-rsocket-js-0.0:latest"),
+    "rsocket-js 1.0.0-alpha.3": ("rsocket-js-1.0", "conformance-thirdparty-rsocket-js-1.0:latest"),
+}
+PASSING = {"PASSED", "INFORMATIONAL"}
+REF = re.compile(r"(?:F|N)-[A-Z0-9]+-\d+")
+
+
+def _conformance(*args: str) -> int:
+    command = [sys.executable, "-m", "conformance.cli", "run", "rsocket", *args]
+    print("$", " ".join(command), flush=True)
+    return subprocess.run(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT), **_env()}).returncode
+
+
+def _env() -> dict[str, str]:
+    import os
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def _records(folder: Path) -> list[dict]:
+    path = folder / "records.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def run(out: Path, only: str | None) -> None:
+    for column, (name, image) in LIBRARIES.items():
+        if only and only not in (name, column):
+            continue
+        folder = out / name
+        _conformance("--target", f"docker:{image}", "--impl-name", name, "--jobs", "1", "--out", str(folder))
+        errors = sorted({r["case"] for r in _records(folder) if r["grade"] == "ERROR"})
+        for i, case in enumerate(errors):
+            # a fresh container per case: the ERROR may be a server that an earlier case killed
+            _conformance("--target", f"docker:{image}", "--impl-name", name, "--jobs", "1",
+                         "-k", case, "--out", str(out / f"{name}.rerun-{i:02d}"))
+
+
+def grades(out: Path, name: str) -> dict[str, dict[str, str]]:
+    """case -> transport -> grade, a re-run's non-ERROR grade replacing the first run's ERROR."""
+    result: dict[str, dict[str, str]] = {}
+    folders = [out / name, *sorted(out.glob(f"{name}.rerun-*"))]
+    for folder in folders:
+        for record in _records(folder):
+            cell = result.setdefault(record["case"], {})
+            if record["transport"] not in cell or cell[record["transport"]] == "ERROR":
+                cell[record["transport"]] = record["grade"]
+    return result
+
+
+def cell_text(by_transport: dict[str, str], refs: list[str]) -> str:
+    def part(grade: str) -> str:
+        return grade if grade in PASSING or not refs else f"{grade} ({', '.join(refs)})"
+    values = {by_transport[t] for t in by_transport}
+    if len(values) == 1:
+        return part(values.pop())
+    return "; ".join(f"{t}: {part(g)}" for t, g in sorted(by_transport.items()))
+
+
+def _split(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+
+
+def table(out: Path, write: bool) -> int:
+    text = PAGE.read_text(encoding="utf-8")
+    head, rest = text.split(SECTION, 1)
+    body, sep, tail = rest.partition("\n## ")
+    runs = {column: grades(out, name) for column, (name, _) in LIBRARIES.items()}
+    problems, lines = 0, []
+    for line in body.split("\n"):
+        match = re.match(r"\| `(rsocket/[a-z0-9/-]+)` \|", line)
+        if not match:
+            lines.append(line)
+            continue
+        case = match.group(1)
+        cells = _split(line)
+        new = [cells[0]]
+        for column, old in zip(LIBRARIES, cells[1:4]):
+            refs = list(dict.fromkeys(REF.findall(old)))
+            by_transport = runs[column].get(case)
+            if not by_transport:
+                print(f"{case} / {column}: no record (kept {old!r})")
+                new.append(old)
+                continue
+            cell = cell_text(by_transport, refs)
+            if cell != old:
+                print(f"{case} / {column}: {old!r} -> {cell!r}")
+            if set(by_transport.values()) - PASSING and not refs:
+                print(f"  NO FINDING: {case} / {column}: {cell}")
+                problems += 1
+            new.append(cell)
+        passes_somewhere = any(set(runs[c].get(case, {"x": "ERROR"}).values()) <= PASSING for c in LIBRARIES)
+        reason = "" if passes_somewhere else cells[4]
+        if not passes_somewhere and not reason:
+            print(f"  NO REASON: {case} passes on no library")
+            problems += 1
+        new.append(reason)
+        lines.append("| " + " | ".join(new) + " |")
+    if write:
+        PAGE.write_text(head + SECTION + "\n".join(lines) + sep + tail, encoding="utf-8")
+    print(f"{problems} cell(s) to write up")
+    return 1 if problems else 0
+
+
+def _frames(lines: list[str]) -> list[str]:
+    """The log's event lines ("--"); bytes the suite sent that no "decoded" line follows (a frame
+    its encoder would not write) are shown as their hex."""
+    result, sent = [], None
+    for line in lines:
+        line = line.strip()
+        if re.match(r"[\d.]+ms >> bytes\[", line):
+            if sent:
+                result.append(sent[0] + " >> raw " + " ".join(sent[1]))
+            sent = (line.split(" ", 1)[0], [])
+        elif sent is not None and re.match(r"[0-9a-f]{8}  ", line):
+            sent[1].append(line[10:58].replace(" ", ""))
+        elif " -- " in line:
+            if sent and not line.split(" -- ", 1)[1].startswith(">> decoded"):
+                result.append(sent[0] + " >> raw " + " ".join(sent[1]))
+            sent = None
+            result.append(line)
+    if sent:
+        result.append(sent[0] + " >> raw " + " ".join(sent[1]))
+    return result
+
+
+def _short(line: str) -> str:
+    """`12.3ms -- << decoded: rsocket PAYLOAD ...` -> `<< PAYLOAD ...`: the excerpt a finding quotes."""
+    event = re.sub(r"^[\d.]+ms (-- )?", "", line)
+    event = re.sub(r"^(>>|<<) decoded: (rsocket )?", r"\1 ", event)
+    return re.sub(r"type='([A-Z_]+)'", r"\1", event).replace(" fragments=1", "")
+
+
+def wire(out: Path, name: str, case: str, transport: str) -> None:
+    """The decoded frames (both directions) and the grade message of one case's record: the
+    excerpt a finding quotes."""
+    found = None  # as in grades(): a re-run's record replaces the first run's ERROR
+    for folder in [out / name, *sorted(out.glob(f"{name}.rerun-*"))]:
+        for record in _records(folder):
+            if record["case"] == case and record["transport"] == transport and record.get("wirelog") \
+                    and (found is None or found[1]["grade"] == "ERROR"):
+                found = (folder, record)
+    if found is None:
+        print(f"no wire log for {name} {case} [{transport}]")
+        return
+    folder, record = found
+    print(f"# {case} [{transport}] {record['grade']}: {record['message']}")
+    log = (folder / record["wirelog"]).read_text(encoding="utf-8", errors="replace")
+    for line in _frames(log.split("\n--- container", 1)[0].splitlines()):
+        print(_short(line))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_p = sub.add_parser("run", help="run the suite against each image, one library at a time")
+    run_p.add_argument("--out", type=Path, required=True)
+    run_p.add_argument("--library", help="one library: its run folder name or page column")
+    table_p = sub.add_parser("table", help="compare (and with --write rewrite) the page's grade cells")
+    table_p.add_argument("--runs", type=Path, required=True)
+    table_p.add_argument("--write", action="store_true")
+    wire_p = sub.add_parser("wire", help="print one case's decoded frames from its wire log")
+    wire_p.add_argument("--runs", type=Path, required=True)
+    wire_p.add_argument("library", help="run folder name: " + ", ".join(n for n, _ in LIBRARIES.values()))
+    wire_p.add_argument("case")
+    wire_p.add_argument("transport", nargs="?", default="tcp")
+    args = parser.parse_args()
+    if args.command == "wire":
+        wire(args.runs, args.library, args.case, args.transport)
+        return 0
+    if args.command == "run":
+        run(args.out, args.library)
+        return 0
+    return table(args.runs, args.write)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
