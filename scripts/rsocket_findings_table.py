@@ -81,8 +81,8 @@ def grades(out: Path, name: str) -> dict[str, dict[str, str]]:
 
 
 def cell_text(by_transport: dict[str, str], refs: list[str]) -> str:
-    def part(grade: str) -> str:
-        return grade if grade in PASSING or not refs else f"{grade} ({', '.join(refs)})"
+    def part(grade: str) -> str:  # an INFORMATIONAL grade keeps the note that says what was seen
+        return grade if grade == "PASSED" or not refs else f"{grade} ({', '.join(refs)})"
     values = {by_transport[t] for t in by_transport}
     if len(values) == 1:
         return part(values.pop())
@@ -135,24 +135,29 @@ def table(out: Path, write: bool) -> int:
 
 
 def _frames(lines: list[str]) -> list[str]:
-    """The log's event lines ("--"); bytes the suite sent that no "decoded" line follows (a frame
-    its encoder would not write) are shown as their hex."""
-    result, sent = [], None
+    """The log's event lines ("--"); bytes that no "decoded" line of their direction follows (a
+    frame the suite's encoder would not write, or one its decoder refused) are shown as hex."""
+    result, raw = [], None  # raw: (time, direction, hex chunks) of the last bytes block
+
+    def flush() -> None:
+        if raw and raw[2]:
+            result.append(f"{raw[0]} {raw[1]} raw {''.join(raw[2])}")
+
     for line in lines:
         line = line.strip()
-        if re.match(r"[\d.]+ms >> bytes\[", line):
-            if sent:
-                result.append(sent[0] + " >> raw " + " ".join(sent[1]))
-            sent = (line.split(" ", 1)[0], [])
-        elif sent is not None and re.match(r"[0-9a-f]{8}  ", line):
-            sent[1].append(line[10:58].replace(" ", ""))
+        if match := re.match(r"([\d.]+ms) (>>|<<) bytes\[", line):
+            if raw and raw[1] != match.group(2):
+                flush()
+                raw = None
+            raw = (match.group(1), match.group(2), raw[2] if raw else [])
+        elif raw is not None and re.match(r"[0-9a-f]{8}  ", line):
+            raw[2].append(line[10:58].replace(" ", ""))
         elif " -- " in line:
-            if sent and not line.split(" -- ", 1)[1].startswith(">> decoded"):
-                result.append(sent[0] + " >> raw " + " ".join(sent[1]))
-            sent = None
+            if raw and not line.split(" -- ", 1)[1].startswith(f"{raw[1]} decoded"):
+                flush()
+            raw = None
             result.append(line)
-    if sent:
-        result.append(sent[0] + " >> raw " + " ".join(sent[1]))
+    flush()
     return result
 
 
