@@ -73,3 +73,36 @@ def test_a_server_without_resumption_is_unsupported_on_the_resume_cases(case_id:
     result = asyncio.run(run())
     assert result.grade is Grade.UNSUPPORTED, (result.grade, result.message)
     assert "REJECTED_SETUP" in result.log.render()
+
+
+async def _refuse_lease(code: int):
+    """A server that answers whatever SETUP comes with one ERROR on stream 0 (bytes written by hand:
+    length prefix, stream id 0, type ERROR 0x0B << 10, the code, "no lease") and closes."""
+    data = b"no lease"
+    frame = (0).to_bytes(4, "big") + (0x0B << 10).to_bytes(2, "big") + code.to_bytes(4, "big") + data
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        length = int.from_bytes(await asyncio.wait_for(reader.readexactly(3), 5), "big")
+        await asyncio.wait_for(reader.readexactly(length), 5)
+        writer.write(len(frame).to_bytes(3, "big") + frame)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        return await run_case(CASES["rsocket/handshake/lease-requested"], f"tcp://127.0.0.1:{port}", "tcp")
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize("code,grade", [(0x1, Grade.INFORMATIONAL), (0x2, Grade.UNSUPPORTED), (0x3, Grade.UNSUPPORTED),
+                                        (0x101, Grade.FAILED)],
+                         ids=["INVALID_SETUP", "UNSUPPORTED_SETUP", "REJECTED_SETUP", "CONNECTION_ERROR"])
+def test_a_setup_with_lease_refused(code: int, grade: Grade) -> None:
+    """The profile ("Connection setup"): the spec lists INVALID_SETUP, UNSUPPORTED_SETUP and
+    REJECTED_SETUP as refusals of a SETUP with L; the latter two say "no LEASE here" (UNSUPPORTED),
+    INVALID_SETUP does not (INFORMATIONAL); any other answer is no refusal at all (FAILED)."""
+    result = asyncio.run(_refuse_lease(code))
+    assert result.grade is grade, (result.grade, result.message)
