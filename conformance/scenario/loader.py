@@ -142,7 +142,7 @@ def _describe(error: jsonschema.ValidationError, prefix: tuple) -> tuple[tuple, 
     where = "/".join(str(p) for p in path) or "(top level)"
     message = error.message
     if error.validator == "oneOf" and isinstance(error.instance, dict):
-        message = f"a step needs exactly one of send, expect, expect_close, expect_silence, sleep_ms, keep_alive, close, macro, repeat, connect, use, expect_exit (got keys: {', '.join(map(str, error.instance))})"
+        message = f"a step needs exactly one of send, expect, expect_close, expect_silence, sleep_ms, keep_alive, close, macro, repeat, connect, accept, use, expect_exit (got keys: {', '.join(map(str, error.instance))})"
     return path, f"field {where}: {message}"
 
 

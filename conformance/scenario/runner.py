@@ -133,7 +133,8 @@ class CaseRunner:
         self.streams: dict[str, _FrameStream] = {}
         self.vars: dict[str, Any] = {}
         self._target_url: str | None = None
-        self._extra: list[Any] = []  # channels and fault proxies opened by `connect`, closed with the case
+        self._extra: list[Any] = []  # channels and fault proxies opened by `connect` or `accept`, closed with the case
+        self._suite_server: SuiteServer | None = None  # client role: the listener `accept` takes connections from
         # client role: the client's task, when it ended, and the timeline it is judged against
         self.client: asyncio.Future | None = None
         self.client_exited_at: float | None = None
@@ -171,7 +172,7 @@ class CaseRunner:
 
     async def against_client(self, launch: ClientLauncher) -> CaseResult:
         started = time.monotonic()
-        server = await SuiteServer.start(self.transport, self.log, WS_MAX_MESSAGE)
+        server = self._suite_server = await SuiteServer.start(self.transport, self.log, WS_MAX_MESSAGE)
         client = self.client = asyncio.ensure_future(launch(self.case.client_testcase or "", server.url))
         client.add_done_callback(self._client_ended)
         try:
@@ -191,6 +192,8 @@ class CaseRunner:
             await channel.close()
             return result
         finally:
+            for extra in reversed(self._extra):  # connections taken by accept steps
+                await extra.close()
             if not client.done():
                 client.cancel()  # the launcher kills the client by the PID it started
                 await asyncio.gather(client, return_exceptions=True)
@@ -308,6 +311,25 @@ class CaseRunner:
         self._extra.append(channel)
         self.stream = self.streams[name] = self._new_stream(channel)
 
+    async def _accept(self, spec: dict[str, Any]) -> None:
+        """Client role: take the client's next connection to the suite's listener (a client that
+        reconnects, e.g. to resume) as channel NAME, and make it current."""
+        name = spec["channel"]
+        server = self._suite_server
+        if server is None:
+            raise ValueError_("accept needs a client-role case (the suite is the server)")
+        if name in self.streams:
+            raise ValueError_(f"channel {name!r} is already open")
+        within = self._wait_ms(spec.get("within_ms", "expect_ms"))
+        try:
+            channel = await server.accept(within / 1000)
+        except ChannelError as exc:
+            raise _Verdict(grade_for_violation(spec.get("level", self.case.requirement)),
+                           f"channel {name}: {exc}", departure=True) from None
+        self.log.note(f"channel {name}: accepted the client's next connection")
+        self._extra.append(channel)
+        self.stream = self.streams[name] = self._new_stream(channel)
+
     def _use(self, name: str) -> None:
         if name not in self.streams:
             raise ValueError_(f"no channel {name!r} (open: {', '.join(self.streams)})")
@@ -342,6 +364,8 @@ class CaseRunner:
                 await (self.stream.channel.half_close() if step["close"] == "half" else self.stream.channel.close())
             elif "connect" in step:
                 await self._connect(step["connect"])
+            elif "accept" in step:
+                await self._accept(step["accept"])
             elif "use" in step:
                 self._use(step["use"])
             elif "expect_exit" in step:

@@ -138,6 +138,8 @@ def build_payload(spec: Any) -> bytes:
         return b""
     if isinstance(spec, str):
         return spec.encode("utf-8")
+    if isinstance(spec, bytes):  # a field an earlier expect saved (save: {token: resume_token})
+        return spec
     if isinstance(spec, dict):
         if "hex" in spec:
             return bytes.fromhex(spec["hex"].replace(" ", ""))
@@ -145,7 +147,7 @@ def build_payload(spec: Any) -> bytes:
             return spec["utf8"].encode("utf-8")
         if "size" in spec:
             return pattern_bytes(spec["size"], spec.get("offset", 0))
-    raise ValueError_(f"a payload is a string, {{hex: ...}}, {{utf8: ...}} or {{size: N}}; got {spec!r}")
+    raise ValueError_(f"a payload is a string, {{hex: ...}}, {{utf8: ...}}, {{size: N}} or saved bytes; got {spec!r}")
 
 
 def payload_matches(spec: Any, data: bytes | None) -> tuple[bool, str]:

@@ -21,6 +21,7 @@ _receive_error = Connection._receive_error
 _receive_payload = Connection._receive_payload
 _deliver_payload = Connection._deliver_payload
 _request_response = rsocket_client.RSocketClient.request_response
+_start_resume = Connection.start_resume
 
 
 def _setup_version_2(self, *args, **kwargs):
@@ -111,6 +112,11 @@ def _request_n_zero(self, stream_id, n):
     self._send(RequestN(stream_id, 0))
 
 
+def _resume_from_zero(self, now):
+    self.received_position = 0  # forgets what it received before the drop
+    _start_resume(self, now)
+
+
 def _metadata_push_on_stream(self, metadata):
     self._send(MetadataPush(metadata, stream_id=1))
 
@@ -131,6 +137,7 @@ BUGS = {
     "no-request-n": lambda: mock.patch.object(Connection, "request_n", lambda self, stream_id, n: None),
     "metadata-push-on-stream": lambda: mock.patch.object(Connection, "metadata_push", _metadata_push_on_stream),
     "waits-for-complete": _waits_for_complete,
+    "resume-position-zero": lambda: mock.patch.object(Connection, "start_resume", _resume_from_zero),
 }
 
 

@@ -56,6 +56,7 @@ CLIENT_BUG_TO_CASE = {
     "setup-error-always-closes": "rsocket/error-disconnect/client-ignores-setup-error-when-established",
     "stream-error-ignored": "rsocket/error-disconnect/client-stream-error",
     "waits-for-complete": "rsocket/request/client-response-without-complete",
+    "resume-position-zero": "rsocket/handshake/client-resume",
 }
 
 

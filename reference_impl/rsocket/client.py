@@ -8,6 +8,11 @@
 A stream ERROR raises :class:`StreamError`; a closed connection raises
 :class:`ConnectionLost`.  The client sends KEEPALIVE every ``keepalive_ms``
 and closes a silent server after ``lifetime_ms``.
+
+``connect(url, resume_token=b"...")`` asks for resumption (SETUP with R): when the transport
+drops, the client opens a new one to the same URL, sends RESUME with its positions, and the
+streams go on after RESUME_OK (the frames the server missed are sent again); a refused
+RESUME, or no new transport within ``RECONNECT_TIMEOUT``, ends the connection.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from reference_impl.rsocket.connection import (
 )
 
 READ_SIZE = 64 << 10
+RECONNECT_TIMEOUT = 5.0
 
 
 class StreamError(Exception):
@@ -41,9 +47,10 @@ class ConnectionLost(Exception):
 
 class RSocketClient:
     def __init__(self, conn: Connection, reader=None, writer=None, websocket=None,
-                 tick_interval: float = 0.1) -> None:
+                 tick_interval: float = 0.1, url: str | None = None) -> None:
         self.conn = conn
         self._reader, self._writer, self._ws = reader, writer, websocket
+        self._url = url  # where a resumable session reconnects
         self._queues: dict[int, asyncio.Queue] = {}
         self._closed: ConnectionClosed | None = None
         self._tick_interval = tick_interval
@@ -74,22 +81,69 @@ class RSocketClient:
         return await self._reader.read(READ_SIZE)
 
     async def _run(self) -> None:
-        try:
-            while not self.conn.should_close:
-                try:
-                    data = await asyncio.wait_for(self._receive(), self._tick_interval)
-                except TimeoutError:
-                    self._dispatch(self.conn.tick(time.monotonic()))
-                else:
-                    if self._ws is not None:
-                        self._dispatch(self.conn.receive_message(data, time.monotonic()))
-                    elif data:
-                        self._dispatch(self.conn.receive_data(data, time.monotonic()))
-                    else:
-                        self._dispatch(self.conn.connection_lost())
+        task = asyncio.current_task()
+        while not self.conn.should_close:
+            # a cancel that lands as wait_for times out can be taken for the timeout (3.11):
+            # without this check the loop would go on, and close() would wait for it forever
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
+            lost = False
+            try:
+                data = await asyncio.wait_for(self._receive(), self._tick_interval)
+                lost = self._ws is None and not data  # TCP: end of stream
+            except TimeoutError:
+                data = None
+                self._dispatch(self.conn.tick(time.monotonic()))
+            except (WsClosed, ConnectionError):
+                data, lost = None, True
+            if lost:
+                self._dispatch(self.conn.connection_lost())
+                if self.conn.should_close:
+                    return
+                # a resumable session outlives its transport ("Resuming Operation")
+                if not await self._reconnect():
+                    self._dispatch([ConnectionClosed("transport closed; resuming failed", by_peer=True)])
+                    return
+            elif data is not None and self._ws is not None:
+                self._dispatch(self.conn.receive_message(data, time.monotonic()))
+            elif data is not None:
+                self._dispatch(self.conn.receive_data(data, time.monotonic()))
+            try:
                 await self._flush()
+            except (WsClosed, ConnectionError):
+                pass  # the next read sees the transport gone
+
+    async def _reconnect(self) -> bool:
+        """A new transport to the same URL, and the RESUME on it: False when none could be had."""
+        await self._close_transport()
+        try:
+            await asyncio.wait_for(self._open_transport(), RECONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError, WsClosed):
+            return False
+        self.conn.start_resume(time.monotonic())
+        try:
+            await self._flush()
         except (WsClosed, ConnectionError):
-            self._dispatch(self.conn.connection_lost())
+            return False
+        return True
+
+    async def _open_transport(self) -> None:
+        if self._url is None:
+            raise ValueError("no URL to reconnect to")
+        parts = urlsplit(self._url)
+        if parts.scheme == "tcp":
+            self._reader, self._writer = await asyncio.open_connection(parts.hostname, parts.port)
+        else:
+            self._ws = await ws_connect(self._url, max_size=MAX_FRAME)
+
+    async def _close_transport(self) -> None:
+        if self._ws is not None:
+            with contextlib.suppress(Exception):
+                await self._ws.close()
+        elif self._writer is not None:
+            self._writer.close()
+            with contextlib.suppress(Exception):
+                await self._writer.wait_closed()
 
     async def _next(self, sid: int):
         event = await self._queues[sid].get()
@@ -174,35 +228,33 @@ class RSocketClient:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._task
-        if self._ws is not None:
-            await self._ws.close()
-        else:
-            self._writer.close()
-            with contextlib.suppress(Exception):
-                await self._writer.wait_closed()
+        await self._close_transport()
 
 
 async def connect(url: str, *, metadata_mime: str = "text/plain", data_mime: str = "text/plain",
-                  keepalive_ms: int = 20_000, lifetime_ms: int = 90_000, **options) -> RSocketClient:
-    """``options`` are Connection keywords (fragment_size, max_frame, max_reassembly)."""
+                  keepalive_ms: int = 20_000, lifetime_ms: int = 90_000, resume_token: bytes | None = None,
+                  **options) -> RSocketClient:
+    """``options`` are Connection keywords (fragment_size, max_frame, max_reassembly);
+    ``resume_token`` asks for resumption."""
     parts = urlsplit(url)
     transport = Transport.TCP if parts.scheme == "tcp" else Transport.WEBSOCKET
     conn = Connection(Role.CLIENT, transport, now=time.monotonic(), keepalive_ms=keepalive_ms,
                       lifetime_ms=lifetime_ms, **options)
-    conn.setup(metadata_mime, data_mime)
+    conn.setup(metadata_mime, data_mime, resume_token=resume_token)
     if transport is Transport.TCP:
         reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
-        client = RSocketClient(conn, reader=reader, writer=writer)
+        client = RSocketClient(conn, reader=reader, writer=writer, url=url)
     else:
         websocket = await ws_connect(url, max_size=MAX_FRAME)
-        client = RSocketClient(conn, websocket=websocket)
+        client = RSocketClient(conn, websocket=websocket, url=url)
     await client._flush()
     return client
 
 
 #: the client test cases of docs/profiles/rsocket.md this client runs (the image contract's TESTCASE);
 #: any other name exits 127, "unsupported"
-CLIENT_TESTCASES = ("request-response", "stream", "fnf", "metadata-push")
+CLIENT_TESTCASES = ("request-response", "stream", "fnf", "metadata-push", "resume")
+RESUME_TOKEN = b"conformance-client-resume"
 CASE_TIMEOUT = 10.0
 
 
@@ -211,15 +263,16 @@ async def run_client_testcase(url: str, testcase: str) -> int:
     answered as the profile says, 1 otherwise, 127 for a test case this client does not run."""
     if testcase not in CLIENT_TESTCASES:
         return 127
+    token = RESUME_TOKEN if testcase == "resume" else None
     try:
-        client = await asyncio.wait_for(connect(url), CASE_TIMEOUT)
+        client = await asyncio.wait_for(connect(url, resume_token=token), CASE_TIMEOUT)
     except (OSError, asyncio.TimeoutError):
         return 1
     try:
         async with asyncio.timeout(CASE_TIMEOUT):
             if testcase == "request-response":
                 ok = (await client.request_response(b"echo:hello")).data == b"hello"
-            elif testcase == "stream":
+            elif testcase in ("stream", "resume"):  # resume: the same stream, over a dropped transport
                 ok = await client.request_stream(b"range:5", batch=2) == [b"0", b"1", b"2", b"3", b"4"]
             elif testcase == "fnf":
                 await client.fire_and_forget(b"fnf:client")

@@ -58,7 +58,9 @@ async def fragmented(client: RSocketClient) -> None:
 
 
 EXTENDED = {"channel": channel, "fragmented": fragmented}
-CASES = (*CLIENT_TESTCASES, *EXTENDED)
+#: `resume` is left out: it needs a server that drops the transport mid-stream (the suite's
+#: rsocket/handshake/client-resume), and against a server that never does it is `stream` again
+CASES = (*(name for name in CLIENT_TESTCASES if name != "resume"), *EXTENDED)
 
 
 async def run_case(name: str, url: str, log=print) -> int:

@@ -44,7 +44,7 @@ Rules kept here:
   side: ``setup(resume_token=...)`` counts positions and keeps sent frames the same way; after
   :meth:`connection_lost` the session waits, :meth:`start_resume` sends the RESUME on a new
   transport, RESUME_OK resends the frames past its position (:class:`Resumed`), and
-  ERROR[REJECTED_RESUME] closes.  The asyncio client does not use it yet.
+  ERROR[REJECTED_RESUME] closes.  The asyncio client (client.py) reconnects and resumes with it.
 """
 
 from __future__ import annotations
