@@ -6,8 +6,10 @@ docs/findings/rsocket.md's per-case table ("Every case on the three libraries") 
     python scripts/rsocket_findings_table.py wire --runs out/rsocket-images rsocket-py CASE [tcp|ws]
 
 `run` runs `conformance run rsocket --target docker:IMAGE --jobs 1` for one library at a time (both
-roles, TCP and WebSocket), then runs each case that ended in ERROR again on a fresh container (a
-server process that died takes the cases after it with it: rsocket-js 1.0's F-JS1-2).
+roles, TCP and WebSocket), then runs again on a fresh container each case that ended in ERROR and
+the failed case just before such an ERROR (a server process that died takes the cases after it
+with it, and may have died during the one before: rsocket-js 1.0's F-JS1-2, rsocket-js 0.0.27's
+F-JS0-4); the table holds the re-runs' grades.
 `table` reads the records and prints how each cell's grades differ from the page; with --write it
 rewrites the grades. What a cell names (findings F-..., notes N-...) and the reason column are the
 page's own prose and are kept: the script only reports a non-passing cell that names nothing, and
@@ -61,21 +63,39 @@ def run(out: Path, only: str | None) -> None:
             continue
         folder = out / name
         _conformance("--target", f"docker:{image}", "--impl-name", name, "--jobs", "1", "--out", str(folder))
-        errors = sorted({r["case"] for r in _records(folder) if r["grade"] == "ERROR"})
-        for i, case in enumerate(errors):
+        for i, case in enumerate(suspects(_records(folder))):
             # a fresh container per case: the ERROR may be a server that an earlier case killed
             _conformance("--target", f"docker:{image}", "--impl-name", name, "--jobs", "1",
                          "-k", case, "--out", str(out / f"{name}.rerun-{i:02d}"))
 
 
+def suspects(records: list[dict]) -> list[str]:
+    """The cases to run again on a fresh container: every case that ended in ERROR (the server may
+    have died before it), and the case run just before a run of ERRORs on the same transport, if
+    it did not pass (the server may have died during it)."""
+    found: dict[str, None] = {}
+    previous: dict[str, dict] = {}
+    for record in records:
+        transport = record["transport"]
+        before = previous.get(transport)
+        if record["grade"] == "ERROR":
+            found[record["case"]] = None
+            if before is not None and before["grade"] not in PASSING | {"ERROR"}:
+                found[before["case"]] = None
+        previous[transport] = record
+    return sorted(found)
+
+
 def grades(out: Path, name: str) -> dict[str, dict[str, str]]:
-    """case -> transport -> grade, a re-run's non-ERROR grade replacing the first run's ERROR."""
+    """case -> transport -> grade; a re-run's grade (on a fresh container) replaces the first
+    run's, unless the re-run itself ended in ERROR."""
     result: dict[str, dict[str, str]] = {}
-    folders = [out / name, *sorted(out.glob(f"{name}.rerun-*"))]
-    for folder in folders:
+    for record in _records(out / name):
+        result.setdefault(record["case"], {})[record["transport"]] = record["grade"]
+    for folder in sorted(out.glob(f"{name}.rerun-*")):
         for record in _records(folder):
             cell = result.setdefault(record["case"], {})
-            if record["transport"] not in cell or cell[record["transport"]] == "ERROR":
+            if record["grade"] != "ERROR" or record["transport"] not in cell:
                 cell[record["transport"]] = record["grade"]
     return result
 
@@ -171,11 +191,11 @@ def _short(line: str) -> str:
 def wire(out: Path, name: str, case: str, transport: str) -> None:
     """The decoded frames (both directions) and the grade message of one case's record: the
     excerpt a finding quotes."""
-    found = None  # as in grades(): a re-run's record replaces the first run's ERROR
+    found = None  # as in grades(): a re-run's record replaces the first run's, unless it is an ERROR
     for folder in [out / name, *sorted(out.glob(f"{name}.rerun-*"))]:
         for record in _records(folder):
             if record["case"] == case and record["transport"] == transport and record.get("wirelog") \
-                    and (found is None or found[1]["grade"] == "ERROR"):
+                    and (found is None or record["grade"] != "ERROR"):
                 found = (folder, record)
     if found is None:
         print(f"no wire log for {name} {case} [{transport}]")

@@ -1,0 +1,52 @@
+"""scripts/rsocket_findings_table.py: which cases it runs again on a fresh container, and which grade
+a cell then shows (records written here by hand; no docker)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "rsocket_findings_table.py"
+_spec = importlib.util.spec_from_file_location("rsocket_findings_table", SCRIPT)
+table = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(table)
+
+
+def _record(case: str, transport: str, grade: str) -> dict:
+    return {"case": f"rsocket/{case}", "transport": transport, "grade": grade}
+
+
+def test_suspects_are_errors_and_the_failed_case_before_them_on_that_transport() -> None:
+    records = [_record("a", "tcp", "PASSED"), _record("a", "ws", "FAILED"),
+               _record("b", "tcp", "FAILED"), _record("b", "ws", "PASSED"),   # the server died here
+               _record("c", "tcp", "ERROR"), _record("c", "ws", "PASSED"),
+               _record("d", "tcp", "ERROR"), _record("e", "ws", "FAILED")]
+    assert table.suspects(records) == ["rsocket/b", "rsocket/c", "rsocket/d"]
+
+
+def test_a_passing_case_before_an_error_is_not_run_again() -> None:
+    records = [_record("a", "tcp", "PASSED"), _record("b", "tcp", "ERROR")]
+    assert table.suspects(records) == ["rsocket/b"]
+
+
+def _write(folder: Path, records: list[dict]) -> None:
+    folder.mkdir(parents=True)
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def test_a_rerun_replaces_the_first_grade_unless_it_is_an_error(tmp_path: Path) -> None:
+    _write(tmp_path / "lib", [_record("b", "tcp", "FAILED"), _record("c", "tcp", "ERROR"),
+                              _record("d", "tcp", "ERROR")])
+    _write(tmp_path / "lib.rerun-00", [_record("b", "tcp", "PASSED"), _record("b", "ws", "PASSED")])
+    _write(tmp_path / "lib.rerun-01", [_record("c", "tcp", "FAILED")])
+    _write(tmp_path / "lib.rerun-02", [_record("d", "tcp", "ERROR")])
+    assert table.grades(tmp_path, "lib") == {"rsocket/b": {"tcp": "PASSED", "ws": "PASSED"},
+                                             "rsocket/c": {"tcp": "FAILED"}, "rsocket/d": {"tcp": "ERROR"}}
+
+
+def test_a_cell_names_its_references_beside_every_grade_but_passed() -> None:
+    assert table.cell_text({"tcp": "FAILED", "ws": "FAILED"}, ["F-X-1"]) == "FAILED (F-X-1)"
+    assert table.cell_text({"tcp": "FAILED", "ws": "PASSED"}, ["F-X-1"]) == "tcp: FAILED (F-X-1); ws: PASSED"
+    assert table.cell_text({"tcp": "INFORMATIONAL"}, ["N-X-1"]) == "INFORMATIONAL (N-X-1)"
+    assert table.cell_text({"tcp": "PASSED"}, ["F-X-1"]) == "PASSED"
