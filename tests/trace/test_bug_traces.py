@@ -131,6 +131,8 @@ UNSEEN = {
                             "other connections, or from before the capture)",
         "resume-lease-not-restarted": "the L flag of the session is in the SETUP of an earlier connection; "
                                       "connections are checked one at a time",
+        "resume-position-zero": "the client's RESUME names the server position it received on an earlier "
+                                "connection: a session spans connections, which are checked one at a time",
         "ignores-setup-rejection": "the client should close after the rejection, but the server closes right "
                                    "after its ERROR too, so which side closes first proves nothing",
         "client/fragments-not-joined": "the client's reassembly is internal: it sends the same frames either way "
