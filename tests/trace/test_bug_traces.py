@@ -205,3 +205,11 @@ def test_the_twin_of_a_bug_the_rules_miss_gives_no_finding(protocol, role, bug, 
     one = ALL[(protocol, role, bug)]
     capture_cases(one, None, tmp_path / "twin.pcapng")
     assert [str(f) for f in _target_findings(one, tmp_path / "twin.pcapng")] == []
+
+
+def test_the_readme_counts_what_the_tables_say():
+    from pathlib import Path
+    text = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    exact = sum(1 for p, role, bug in ALL if _entry(EXACT[p], role, bug))
+    other = sum(1 for p, role, bug in ALL if _entry(OTHER.get(p, {}), role, bug))
+    assert f"{exact} of the {len(ALL)} one-bug targets give a finding naming their requirement and {other} more" in text
