@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from conformance.protocols.base import Frame, ProtocolAdapter
@@ -29,18 +30,33 @@ MATCH_KEYS = {"kind", "id", "action", "status", "encoding", "payload", "versions
 FORMS = ("binary", "text", "split")
 
 
+def _folded(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
+# the name tables folded once: a repeat step names a kind or status 65,535 times
+_FOLDED: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # id -> (the table, kept alive; folded)
+
+
 def _named(value: Any, table: dict[str, int], what: str) -> int:
     if isinstance(value, int):
         return value
-    key = str(value).lower().replace("_", "").replace("-", "")
-    for name, number in table.items():
-        if name.replace("_", "") == key:
-            return int(number)
-    raise CodecError("scenario", f"unknown {what} {value!r} (known: {', '.join(table)})")
+    known = _FOLDED.get(id(table))
+    if known is None or known[0] is not table:
+        known = _FOLDED[id(table)] = (table, {_folded(name): int(number) for name, number in table.items()})
+    number = known[1].get(value) if isinstance(value, str) else None  # most are written as the table has them
+    if number is None:
+        number = known[1].get(_folded(str(value)))
+    if number is None:
+        raise CodecError("scenario", f"unknown {what} {value!r} (known: {', '.join(table)})")
+    return number
+
+
+KIND_NUMBERS = {k: int(v) for k, v in KINDS.items()}
 
 
 def _kind(value: Any) -> Kind:
-    return Kind(_named(value, {k: int(v) for k, v in KINDS.items()}, "kind"))
+    return Kind(_named(value, KIND_NUMBERS, "kind"))
 
 
 def _versions(items: list[str]) -> list[tuple[int, int]]:
@@ -105,7 +121,7 @@ def to_frame(msg: codec.Message, form: str) -> Frame:
             fields["versions"] = [f"{a}.{b}" for a, b in codec.decode_versions(fields["payload"], text=form == "text")]
         except CodecError:
             pass
-    return Frame(fields, _summary(fields))
+    return Frame(fields, partial(_summary, fields))
 
 
 def _summary(f: dict[str, Any]) -> str:

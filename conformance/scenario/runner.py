@@ -101,7 +101,7 @@ class _FrameStream:
                 frames = self.reader.feed(data)
                 if self.log is not None:
                     for frame in frames:
-                        self.log.decoded(RECEIVED, frame.summary)
+                        self.log.decoded(RECEIVED, frame.__str__)  # made only if the log keeps it
                 self.frames.extend(frames)
             except CodecError as exc:
                 raise _Verdict(Grade.FAILED, f"the target sent bytes that are not valid: {exc}") from None
@@ -127,7 +127,7 @@ class CaseRunner:
         self.noise = [adapter.normalize(n) for n in (case.noise if case.noise is not None else adapter.default_noise)]
         self.close_grade: Grade | None = None
         self.close_message = ""
-        self.observed: list[str] = []
+        self.observed: list[str | Frame] = []
         self.stream: _FrameStream | None = None
         # named channels (`connect` / `use` steps) and values saved from matched frames (`save`)
         self.streams: dict[str, _FrameStream] = {}
@@ -233,7 +233,7 @@ class CaseRunner:
             exchange, message, client_exit = await self._client_outcome(
                 client, exchange, message, started + deadline_ms / 1000, deadline_ms)
         if self.case.requirement in ("MAY", "INFO") and exchange is not Grade.ERROR:
-            message = "observed: " + (message or "; ".join(self.observed) or "the behaviour described")
+            message = "observed: " + (message or "; ".join(map(str, self.observed)) or "the behaviour described")
             exchange = Grade.INFORMATIONAL
         if self.close_grade not in (None, Grade.PASSED):
             message = "; ".join(m for m in (message, self.close_message) if m)
@@ -313,6 +313,12 @@ class CaseRunner:
             raise ValueError_(f"no channel {name!r} (open: {', '.join(self.streams)})")
         self.log.note(f"using channel {name}")
         self.stream = self.streams[name]
+
+    def _observe(self, frame: Frame) -> None:
+        """A matched frame, kept for the message of a MAY or INFO case (the only one that shows them),
+        as text only then: a volume case matches 70,000."""
+        if self.case.requirement in ("MAY", "INFO"):
+            self.observed.append(frame)
 
     def _save(self, spec: dict[str, Any], frame: Frame) -> None:
         for var, field_name in (spec.get("save") or {}).items():
@@ -442,7 +448,7 @@ class CaseRunner:
                                f"the target closed the connection while the suite waited for {wanted()}", departure=True)
             matched, reasons = self._match_one_of(alternatives, skip_first, frame)
             if matched is not None:
-                self.observed.append(str(frame))
+                self._observe(frame)
                 self._save(spec, frame)
                 return
             if self._is_noise(frame) or self._allowed(frame, allowed):
@@ -472,7 +478,7 @@ class CaseRunner:
             matched, reasons = self._match_one_of(wanted, skip_first, frame)
             if matched is not None:
                 del wanted[matched], skip_first[matched]
-                self.observed.append(str(frame))
+                self._observe(frame)
                 continue
             if self._is_noise(frame) or self._allowed(frame, allowed):
                 continue

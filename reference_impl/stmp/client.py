@@ -110,13 +110,16 @@ class StmpClient:
         """Send a request; its Response, or the local 0x25 after request_timeout."""
         self._check_open()
         request_id = self._link.connection.send_request(action, encoding, payload, self._link.now())
-        waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
         self._waiters[request_id] = waiter
         await self._link.flush()
+        # a plain timer, not asyncio.timeout or wait_for: one handle per request (65,537 of them in id-wrap)
+        guard = loop.call_later(self._options.request_timeout + REQUEST_MARGIN, _expire, waiter)
         try:
-            async with asyncio.timeout(self._options.request_timeout + REQUEST_MARGIN):  # no wait_for: a timer, no more
-                return await waiter
+            return await waiter
         finally:
+            guard.cancel()
             self._waiters.pop(request_id, None)
 
     async def notify(self, action: int, encoding: int, payload: bytes) -> None:
@@ -130,6 +133,11 @@ class StmpClient:
             await asyncio.wait_for(self._pump, CLOSE_TIMEOUT)
         except TimeoutError:
             self._pump.cancel()
+
+
+def _expire(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError("no response, not even the local 0x25, within the request timeout"))
 
 
 async def connect(url: str, *, timeout: float, **options: Any) -> StmpClient:

@@ -57,7 +57,7 @@ class Carrier(Protocol):
         """The next chunk or frame; None once the peer is gone; TimeoutError after ``timeout``."""
 
     async def send(self, items: list[bytes | str]) -> None:
-        """Write everything; ConnectionError if the peer is gone."""
+        """Write everything; ConnectionError if the peer is gone, TimeoutError after ``WRITE_TIMEOUT``."""
 
     async def close(self) -> None: ...
 
@@ -79,7 +79,11 @@ class StreamCarrier:
         for item in items:
             assert isinstance(item, bytes), "stream framing writes bytes only"
             self._writer.write(item)
-        await self._writer.drain()
+        if self._writer.transport.get_write_buffer_size():  # the peer is not keeping up: a bounded wait
+            async with asyncio.timeout(WRITE_TIMEOUT):
+                await self._writer.drain()
+        else:  # no timer for a write the socket took at once (a client's 65,537 requests)
+            await self._writer.drain()  # returns at once; raises if the connection was lost
 
     async def close(self) -> None:
         self._writer.close()
@@ -104,8 +108,9 @@ class WebSocketCarrier:
 
     async def send(self, items: list[bytes | str]) -> None:
         try:
-            for item in items:
-                await self._websocket.send(item)
+            async with asyncio.timeout(WRITE_TIMEOUT):
+                for item in items:
+                    await self._websocket.send(item)
         except ConnectionClosed as exc:
             raise ConnectionError(str(exc)) from exc
 
@@ -129,8 +134,7 @@ class Link:
             if not items:
                 return
             try:
-                async with asyncio.timeout(WRITE_TIMEOUT):  # not wait_for: a task per flush
-                    await self._carrier.send(items)
+                await self._carrier.send(items)  # bounded by the carrier (WRITE_TIMEOUT)
             except (ConnectionError, TimeoutError):
                 self.connection.connection_lost()
 
