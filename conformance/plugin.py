@@ -393,9 +393,10 @@ class ScenarioItem(pytest.Item):
             # reports them in its order as their results arrive (not sooner: a session that runs
             # other tests first, as the project's own does, runs them undisturbed)
             state.scheduled_ahead = True
-            for item in self.session.items[self.session.items.index(self):]:
-                if isinstance(item, ScenarioItem):
-                    item.schedule(state)
+            with state.scheduler().batch():  # they start in order of priority, not of collection
+                for item in self.session.items[self.session.items.index(self):]:
+                    if isinstance(item, ScenarioItem):
+                        item.schedule(state)
         self.schedule(state)
         pending, self._pending = self._pending, _DONE
         if isinstance(pending, _Early):

@@ -32,11 +32,14 @@ import concurrent.futures
 import heapq
 import itertools
 import json
+import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterator
 
+from conformance.scenario.timing import SUITE_WAITS
 from conformance.scenario.values import ValueError_, millis
 from conformance.targets import LoopThread
 
@@ -71,7 +74,8 @@ class Demand:
         return self.frames >= HEAVY_FRAMES
 
 
-_WAIT_KEYS = (("expect_silence", "for_ms"), ("keep_alive", "for_ms"), ("expect_close", "within_ms"))
+_WAIT_KEYS = (("expect_silence", "for_ms"), ("keep_alive", "for_ms"))
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def case_demand(steps: list[dict[str, Any]], macros: dict[str, list[dict[str, Any]]],
@@ -102,9 +106,23 @@ def _walk(steps: list[dict[str, Any]], macros: dict[str, list[dict[str, Any]]], 
             wait_ms += _ms(step["sleep_ms"], params)
         else:
             for key, field in _WAIT_KEYS:
-                if isinstance(step.get(key), dict):
-                    wait_ms += _ms(step[key].get(field, 0), params)
+                if isinstance(step.get(key), dict) and field in step[key]:
+                    wait_ms += _ms(step[key][field], params)
+            for key in ("expect_close", "expect"):  # a window on one of the target's timers: waited out, often
+                if isinstance(step.get(key), dict) and _on_timer(step[key].get("within_ms"), params):
+                    wait_ms += _ms(step[key]["within_ms"], params)
     return frames, wait_ms
+
+
+def _on_timer(value: Any, params: dict[str, int]) -> bool:
+    """Whether a window names one of the target's timers (heartbeat_timeout_ms + 2000), not one of
+    the suite's waits (close_ms: a close that comes at once when the target behaves)."""
+    return isinstance(value, str) and any(name in params and name not in SUITE_WAITS and name not in _SUITE_OWN
+                                          for name in _NAME.findall(value))
+
+
+#: the suite's waits each adapter adds beside SUITE_WAITS
+_SUITE_OWN = ("silence_ms", "reply_ms")
 
 
 def _ms(value: Any, params: dict[str, int]) -> float:
@@ -195,6 +213,22 @@ class _Slots:
         self.free += 1
 
 
+def _priority(group: str | None, demand: Demand) -> tuple[int, float]:
+    return (FIRST if group or demand.heavy else NORMAL, -demand.wait_ms)
+
+
+def _relay(source: concurrent.futures.Future, into: concurrent.futures.Future) -> None:
+    """``into`` settles as ``source`` does (a batched case's future, given out before it started)."""
+    def settle(done: concurrent.futures.Future) -> None:
+        if done.cancelled():
+            into.cancel()
+        elif done.exception() is not None:
+            into.set_exception(done.exception())
+        else:
+            into.set_result(done.result())
+    source.add_done_callback(settle)
+
+
 class CaseScheduler:
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
@@ -204,15 +238,32 @@ class CaseScheduler:
         self._gate: _Gate | None = None  # made in the loop's thread, by the first case
         self._pending: set[concurrent.futures.Future] = set()
         self.spans: list[Span] = []
+        self._batch: list[tuple] | None = None
 
     def submit(self, key: str, group: str | None, exchange: Callable[[], Awaitable[Any]],
                demand: Demand = Demand()) -> concurrent.futures.Future:
         """Run ``exchange()`` in the run's loop when a slot (and, for a serial case, its group's lock;
         for a heavy or paced one, the gate) is free."""
+        if self._batch is not None:
+            future: concurrent.futures.Future = concurrent.futures.Future()
+            self._batch.append((_priority(group, demand), len(self._batch), key, group, demand, exchange, future))
+            return future
         future = asyncio.run_coroutine_threadsafe(self._run(key, group, demand, exchange), self._thread.loop)
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         return future
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Cases submitted inside start when it ends, in order of priority: a free slot is taken by
+        whoever asks first, and the first sixteen asking would be pytest's first sixteen otherwise."""
+        self._batch = []
+        try:
+            yield
+        finally:
+            batch, self._batch = self._batch, None
+            for _, _, key, group, demand, exchange, future in sorted(batch, key=lambda b: b[:2]):
+                _relay(self.submit(key, group, exchange, demand), future)
 
     async def _run(self, key: str, group: str | None, demand: Demand, exchange: Callable[[], Awaitable[Any]]) -> Any:
         if group is None:
@@ -227,7 +278,7 @@ class CaseScheduler:
             self._gate = _Gate()
         await self._gate.enter(demand)
         try:
-            await self._slots.acquire((FIRST if group or demand.heavy else NORMAL, -demand.wait_ms))
+            await self._slots.acquire(_priority(group, demand))
             start = time.monotonic()
             try:
                 return await exchange()

@@ -186,14 +186,19 @@ def test_scheduler_starts_the_longest_waits_first():
         await asyncio.sleep(0.01)
 
     try:
-        waits = [0, 100, 5000, 300]
-        futures = [scheduler.submit(f"case{w}", None, work, Demand(wait_ms=w)) for w in waits]
+        # one at a time: the first takes the one slot at once, the others are served longest first
+        futures = [scheduler.submit(f"case{w}", None, work, Demand(wait_ms=w)) for w in (0, 100, 5000, 300)]
         for future in futures:
             future.result(10)
+        # a batch (the plugin hands every case over in one) starts in order of priority from the first
+        with scheduler.batch():
+            futures = [scheduler.submit(f"batch{w}", None, work, Demand(wait_ms=w)) for w in (0, 100, 5000, 300)]
+            futures.append(scheduler.submit("heavy", None, work, Demand(frames=HEAVY_FRAMES)))
+        assert [f.result(10) for f in futures] == [None] * 5
     finally:
         scheduler.close()
-    # the first took the one slot at once; the others were served longest first
-    assert [s.key for s in sorted(scheduler.spans, key=lambda s: s.start)] == ["case0", "case5000", "case300", "case100"]
+    order = [s.key for s in sorted(scheduler.spans, key=lambda s: s.start)]
+    assert order == ["case0", "case5000", "case300", "case100", "heavy", "batch5000", "batch300", "batch100", "batch0"]
 
 
 # -- the whole suite: --jobs 4 beside a serial run (slow, not timed) ------------------------------------
