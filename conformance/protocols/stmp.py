@@ -34,25 +34,22 @@ def _folded(name: str) -> str:
     return name.lower().replace("_", "").replace("-", "")
 
 
-# the name tables folded once: a repeat step names a kind or status 65,535 times
-_FOLDED: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # id -> (the table, kept alive; folded)
-
-
 def _named(value: Any, table: dict[str, int], what: str) -> int:
     if isinstance(value, int):
         return value
-    known = _FOLDED.get(id(table))
-    if known is None or known[0] is not table:
-        known = _FOLDED[id(table)] = (table, {_folded(name): int(number) for name, number in table.items()})
-    number = known[1].get(value) if isinstance(value, str) else None  # most are written as the table has them
+    # most names are written as the table has them: one lookup (a repeat step names a kind 65,535 times)
+    number = table.get(value) if isinstance(value, str) else None
     if number is None:
-        number = known[1].get(_folded(str(value)))
+        number = _FOLDED_NAMES[id(table)].get(_folded(str(value)))
     if number is None:
         raise CodecError("scenario", f"unknown {what} {value!r} (known: {', '.join(table)})")
-    return number
+    return int(number)
 
 
 KIND_NUMBERS = {k: int(v) for k, v in KINDS.items()}
+#: the name tables, folded (case, _ and - ignored), by table
+_FOLDED_NAMES = {id(table): {_folded(name): int(number) for name, number in table.items()}
+                 for table in (KIND_NUMBERS, ENCODINGS, STATUSES)}
 
 
 def _kind(value: Any) -> Kind:
@@ -109,11 +106,16 @@ def _without_payload(msg: codec.Message) -> codec.Message:
     return replace(msg, payload=None)
 
 
+#: each message type's fields, in the order frames show them (looked up once, not with hasattr per frame)
+_FIELDS = {kind: tuple(name for name in ("id", "action", "status", "encoding", "payload")
+                       if name in getattr(kind, "__dataclass_fields__", {}))
+           for kind in (Ping, Request, Response, Notify)}
+
+
 def to_frame(msg: codec.Message, form: str) -> Frame:
     fields: dict[str, Any] = {"kind": type(msg).__name__.lower(), "form": form}
-    for name in ("id", "action", "status", "encoding", "payload"):
-        if hasattr(msg, name):
-            fields[name] = getattr(msg, name)
+    for name in _FIELDS[type(msg)]:
+        fields[name] = getattr(msg, name)
     fields.setdefault("encoding", 0)
     fields.setdefault("payload", b"")
     if fields["encoding"] == Encoding.RAW and fields["payload"] and len(fields["payload"]) <= MAX_VERSIONS_VIEW:

@@ -128,6 +128,7 @@ class CaseRunner:
         self.close_grade: Grade | None = None
         self.close_message = ""
         self.observed: list[str | Frame] = []
+        self._waits: dict[int | str, int] = {}
         self.stream: _FrameStream | None = None
         # named channels (`connect` / `use` steps) and values saved from matched frames (`save`)
         self.streams: dict[str, _FrameStream] = {}
@@ -204,7 +205,12 @@ class CaseRunner:
     def _wait_ms(self, value: int | str) -> int:
         """A wait on the target (a window, a within_ms, a sleep, the case deadline), stretched by
         --time-scale.  Lower bounds and the suite's own pacing are read with millis() unscaled."""
-        return round(millis(value, self.params) * self.time_scale)
+        if not isinstance(value, (int, str)):
+            return round(millis(value, self.params) * self.time_scale)
+        known = self._waits.get(value)  # the parameters do not change during a case: each text once
+        if known is None:
+            known = self._waits[value] = round(millis(value, self.params) * self.time_scale)
+        return known
 
     async def _open(self, url: str) -> Channel:
         timeout = CONNECT_TIMEOUT * self.time_scale

@@ -113,7 +113,7 @@ class StmpClient:
         loop = asyncio.get_running_loop()
         waiter = loop.create_future()
         self._waiters[request_id] = waiter
-        await self._link.flush()
+        self._link.flush_soon()  # with the requests other tasks make in this turn of the loop
         # a plain timer, not asyncio.timeout or wait_for: one handle per request (65,537 of them in id-wrap)
         guard = loop.call_later(self._options.request_timeout + REQUEST_MARGIN, _expire, waiter)
         try:

@@ -76,9 +76,8 @@ class StreamCarrier:
         return data or None
 
     async def send(self, items: list[bytes | str]) -> None:
-        for item in items:
-            assert isinstance(item, bytes), "stream framing writes bytes only"
-            self._writer.write(item)
+        assert all(isinstance(item, bytes) for item in items), "stream framing writes bytes only"
+        self._writer.writelines(items)  # one write (a system call), not one per frame
         if self._writer.transport.get_write_buffer_size():  # the peer is not keeping up: a bounded wait
             async with asyncio.timeout(WRITE_TIMEOUT):
                 await self._writer.drain()
@@ -124,6 +123,7 @@ class Link:
         self._carrier = carrier
         self._send_lock = asyncio.Lock()
         self._clock = asyncio.get_running_loop().time
+        self._flush_due: asyncio.Task | None = None
 
     def now(self) -> float:
         return self._clock()
@@ -137,6 +137,18 @@ class Link:
                 await self._carrier.send(items)  # bounded by the carrier (WRITE_TIMEOUT)
             except (ConnectionError, TimeoutError):
                 self.connection.connection_lost()
+
+    def flush_soon(self) -> None:
+        """Flush once the tasks ready now have run: the requests a batch of replies wakes leave in
+        one write (32 of them in the id-wrap case), not a write and a drain each."""
+        if self._flush_due is None:
+            self._flush_due = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        # a task's first step runs after the callbacks already queued (the other woken requesters);
+        # what is queued once this one has started gets a flush of its own
+        self._flush_due = None
+        await self.flush()
 
     async def run(self, on_events: Callable[[list[Event], float], None],
                   on_tick: Callable[[float], None] | None = None) -> None:
