@@ -17,7 +17,7 @@ from reference_impl.stmp.codec import Encoding, Kind, Notify, Ping, Request, Res
 # The harness reads up to 64 MiB per message so that a target's oversized
 # replies are seen and graded instead of cut off by our own limit.
 HARNESS_MAX_PAYLOAD = 64 * 1024 * 1024
-# A Raw payload is also shown as a version list (for negotiation replies) only up to this size: every
+# A Raw payload of ID 0 is also shown as a version list (for negotiation replies) only up to this size: every
 # major.minor there is (256) fits in 512 bytes even as text, and listing every byte of an 8 MiB echo
 # as a "version" cost the harness seconds per frame.
 MAX_VERSIONS_VIEW = 1024
@@ -118,7 +118,10 @@ def to_frame(msg: codec.Message, form: str) -> Frame:
         fields[name] = getattr(msg, name)
     fields.setdefault("encoding", 0)
     fields.setdefault("payload", b"")
-    if fields["encoding"] == Encoding.RAW and fields["payload"] and len(fields["payload"]) <= MAX_VERSIONS_VIEW:
+    # the version-list view is for the negotiation, whose messages carry ID 0 (a 65,535-request case
+    # need not decode every request's payload as versions)
+    if (fields.get("id") == 0 and fields["encoding"] == Encoding.RAW and fields["payload"]
+            and len(fields["payload"]) <= MAX_VERSIONS_VIEW):
         try:
             fields["versions"] = [f"{a}.{b}" for a, b in codec.decode_versions(fields["payload"], text=form == "text")]
         except CodecError:

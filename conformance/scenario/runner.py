@@ -370,9 +370,10 @@ class CaseRunner:
             self.step_done_at = time.monotonic()
 
     async def _send(self, spec: dict[str, Any]) -> None:
-        if "hex" in spec and len(spec) == 1:
+        raw = len(spec) == 1 and ("hex" in spec or "text" in spec)  # bytes as written, no frame to decode
+        if raw and "hex" in spec:
             payloads: list[bytes | str] = [bytes.fromhex(spec["hex"].replace(" ", ""))]
-        elif "text" in spec and len(spec) == 1:
+        elif raw:
             payloads = [spec["text"] if self.transport == "ws" else spec["text"].encode()]
         else:
             # a session reader encodes with its connection's state (ZMTP: keys, nonces)
@@ -383,7 +384,7 @@ class CaseRunner:
                 raise _Verdict(grade_for_violation(self.case.requirement), str(exc)) from None
         for data in payloads:
             await self.stream.channel.send(data)
-        if not ({"hex", "text"} & spec.keys() and len(spec) == 1):
+        if not raw:
             self.log.decoded(SENT, partial(_spec_summary, spec))
         self.last_send_at = time.monotonic()
 
