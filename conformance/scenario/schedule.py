@@ -18,11 +18,14 @@ runs through the fault proxy: its bytes cross two event loops a chunk (down to a
 hundreds of steps one after another against one of the target's read timeouts, and a busy CPU makes
 each step late.  So heavy and paced cases never overlap; every other case runs beside either (most
 of them wait on the target and spend little CPU: a starved step is milliseconds late, and their
-windows are seconds).  A heavy case waiting holds new paced cases back.
+windows are seconds).  Paced cases go first, and one waiting holds new heavy ones back: they are
+short and spend little CPU, while a heavy case ends when the CPU it needs is spent, which the
+cases beside it share; started after the paced ones it ends about when it would have, and the
+paced ones no longer wait for it at the end of the run.
 
-Slots go first to serial and heavy cases (the longest chains), then to the cases that wait longest
-by design (silences, sleeps, keep-alives, close windows, from their steps): a 5 s wait started last
-would be what the run waits for at its end.
+Slots go first to paced cases, then to serial and heavy ones (the longest chains), then to the
+cases that wait longest by design (silences, sleeps, keep-alives, windows on the target's timers,
+from their steps): a 5 s wait started last would be what the run waits for at its end.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from conformance.targets import LoopThread
 AUTO_JOBS = 16
 #: frames sent or expected from which a case is heavy (it never overlaps a paced one)
 HEAVY_FRAMES = 10_000
-FIRST, NORMAL = 0, 1
+PACED, FIRST, NORMAL = 0, 1, 2
 
 
 def parse_jobs(text: str) -> int | None:
@@ -135,38 +138,38 @@ def _ms(value: Any, params: dict[str, int]) -> float:
 
 
 class _Gate:
-    """Heavy and paced cases never overlap (any other case needs no gate); a heavy case waiting holds
-    new paced ones back."""
+    """Heavy and paced cases never overlap (any other case needs no gate); a paced case waiting holds
+    new heavy ones back."""
 
     def __init__(self) -> None:
         self._heavy = 0
         self._paced = 0
-        self._heavy_waiting = 0
+        self._paced_waiting = 0
         self._changed = asyncio.Condition()
 
     async def enter(self, demand: Demand) -> None:
         if not (demand.heavy or demand.paced):
             return
         async with self._changed:
-            if demand.heavy:
-                self._heavy_waiting += 1
+            if demand.paced:
+                self._paced_waiting += 1
                 try:
-                    await self._changed.wait_for(lambda: self._paced == 0)
+                    await self._changed.wait_for(lambda: self._heavy == 0)
                 finally:
-                    self._heavy_waiting -= 1
-                self._heavy += 1
-            elif demand.paced:
-                await self._changed.wait_for(lambda: self._heavy == 0 and self._heavy_waiting == 0)
+                    self._paced_waiting -= 1
                 self._paced += 1
+            else:
+                await self._changed.wait_for(lambda: self._paced == 0 and self._paced_waiting == 0)
+                self._heavy += 1
 
     async def leave(self, demand: Demand) -> None:
         if not (demand.heavy or demand.paced):
             return
         async with self._changed:
-            if demand.heavy:
-                self._heavy -= 1
-            elif demand.paced:
+            if demand.paced:
                 self._paced -= 1
+            else:
+                self._heavy -= 1
             self._changed.notify_all()
 
 
@@ -214,6 +217,8 @@ class _Slots:
 
 
 def _priority(group: str | None, demand: Demand) -> tuple[int, float]:
+    if demand.paced:
+        return (PACED, -demand.wait_ms)
     return (FIRST if group or demand.heavy else NORMAL, -demand.wait_ms)
 
 

@@ -194,11 +194,15 @@ def test_scheduler_starts_the_longest_waits_first():
         with scheduler.batch():
             futures = [scheduler.submit(f"batch{w}", None, work, Demand(wait_ms=w)) for w in (0, 100, 5000, 300)]
             futures.append(scheduler.submit("heavy", None, work, Demand(frames=HEAVY_FRAMES)))
-        assert [f.result(10) for f in futures] == [None] * 5
+            futures.append(scheduler.submit("paced", None, work, Demand(paced=True)))
+        assert [f.result(10) for f in futures] == [None] * 6
     finally:
         scheduler.close()
     order = [s.key for s in sorted(scheduler.spans, key=lambda s: s.start)]
-    assert order == ["case0", "case5000", "case300", "case100", "heavy", "batch5000", "batch300", "batch100", "batch0"]
+    # the paced case first; the heavy one waits for it to end, then for the next free slot, which it
+    # takes before the ordinary cases still waiting
+    assert order == ["case0", "case5000", "case300", "case100",
+                     "paced", "batch5000", "heavy", "batch300", "batch100", "batch0"]
 
 
 # -- the whole suite: --jobs 4 beside a serial run (slow, not timed) ------------------------------------
