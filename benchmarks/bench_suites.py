@@ -11,7 +11,10 @@
 of them together both ways, and prints per protocol and for all: the two walls, the designed waits
 (the silence and sleep the scenarios ask for, summed over the cases), the longest single case
 (from the serial run: the floor of a concurrent run), the ratios wall / longest case and wall /
-designed waits of the concurrent run, and whether both runs graded every case alike.
+designed waits of the concurrent run, and whether both runs graded every case alike. A run's
+wall includes about a second of fixed cost (start-up, collection, reports); the case wall (first
+case start to last case end, from ``--schedule-log``) leaves it out, and both ratios to the longest
+case are printed, with the fixed cost and the run's CPU time (user + sys) beside them.
 
 Each run is ``python -m conformance.cli run P --target T --out OUT`` in a
 subprocess, timed from outside; its records give the cases, the grades and
@@ -44,6 +47,7 @@ import io
 import json
 import os
 import pstats
+import resource
 import statistics
 import subprocess
 import sys
@@ -169,6 +173,16 @@ class SuiteRun:
     records: list[dict[str, Any]]
     load: str
     params: dict[str, int]
+    cpu: float = 0.0  # user + sys of the run's process (and its children), seconds
+    spans: list[dict[str, Any]] = field(default_factory=list)  # --schedule-log: when each case ran
+
+    @property
+    def case_wall(self) -> float | None:
+        """From the first case's start to the last one's end (the scheduler's spans): the run without
+        its fixed cost (interpreter and plugin start-up, collection, reports)."""
+        if not self.spans:
+            return None
+        return max(s["end"] for s in self.spans) - min(s["start"] for s in self.spans)
 
     @property
     def in_cases(self) -> float:
@@ -214,11 +228,15 @@ def ref_params(protocol: str) -> dict[str, int]:
 
 def run_suite(protocol: str, target: str, out: Path, params: dict[str, int] | None = None,
               impl_name: str | None = None, timeout: float = 1800, tree: Path = ROOT,
-              extra: list[str] | None = None, keyword: str | None = None, jobs: str | None = None) -> SuiteRun:
+              extra: list[str] | None = None, keyword: str | None = None, jobs: str | None = None,
+              spans: bool = False) -> SuiteRun:
     out.mkdir(parents=True, exist_ok=True)
-    records_file = out / "records.jsonl"
-    if records_file.exists():
-        records_file.unlink()
+    records_file, spans_file = out / "records.jsonl", out / "spans.jsonl"
+    for old in (records_file, spans_file):
+        if old.exists():
+            old.unlink()
+    if spans:
+        extra = [*(extra or []), f"--schedule-log={spans_file}"]
     command = [sys.executable, "-m", "conformance.cli", "run", *protocol.split(), "--target", target, "--out", str(out)]
     for key, value in sorted((params or {}).items()):
         command += ["--param", f"{key}={value}"]
@@ -231,16 +249,22 @@ def run_suite(protocol: str, target: str, out: Path, params: dict[str, int] | No
     if extra:
         command += ["--", *extra]
     load = load_average()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with (out / "run.log").open("w") as log:
         proc = subprocess.run(command, cwd=tree, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                               timeout=timeout, check=False)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
     records = ([json.loads(line) for line in records_file.read_text().splitlines() if line.strip()]
                if records_file.exists() else [])
     first = protocol.split()[0]
     effective = {**(ref_params(first) if target == "ref" else _defaults(first)), **(params or {})}
-    return SuiteRun(protocol, target, proc.returncode, wall, records, f"{load} -> {load_average()}", effective)
+    spans_of = ([json.loads(line) for line in spans_file.read_text().splitlines() if line.strip()]
+                if spans_file.exists() else [])
+    return SuiteRun(protocol, target, proc.returncode, wall, records, f"{load} -> {load_average()}", effective,
+                    cpu, spans_of)
 
 
 def _defaults(protocol: str) -> dict[str, int]:
@@ -365,22 +389,27 @@ def _median(values: list[float]) -> float:
 
 
 def jobs_table(protocols: list[str], runs: int, out: Path, markdown: bool) -> None:
-    """Per protocol and for all: serial wall, --jobs auto wall, designed waits, the longest case, ratios."""
+    """Per protocol and for all: serial wall, --jobs auto wall, designed waits, the longest case, ratios.
+
+    A run's wall includes a fixed cost (start-up, collection, reports: about a second) that a short
+    suite cannot hide; the case wall (first case start to last case end, from the scheduler's spans)
+    leaves it out, so both ratios to the longest case are printed, and the fixed cost beside them."""
     serial: dict[str, list[SuiteRun]] = {}
     auto: dict[str, list[SuiteRun]] = {}
     runs_of = [(p, p) for p in protocols] + ([("all", " ".join(protocols))] if len(protocols) > 1 else [])
     for n in range(runs):
         for name, label in runs_of:
             for jobs, into in (("1", serial), ("auto", auto)):
-                run = run_suite(label, "ref", out / "jobs" / name / f"jobs-{jobs}" / f"run-{n}", jobs=jobs)
+                run = run_suite(label, "ref", out / "jobs" / name / f"jobs-{jobs}" / f"run-{n}", jobs=jobs, spans=True)
                 into.setdefault(name, []).append(run)
-                print(f"[run {n + 1}/{runs}] {name} --jobs {jobs}: {run.wall:.1f} s wall, {len(run.records)} results, "
-                      f"exit {run.code}, load {run.load}", flush=True)
+                print(f"[run {n + 1}/{runs}] {name} --jobs {jobs}: {run.wall:.1f} s wall, {run.cpu:.1f} s CPU, "
+                      f"{len(run.records)} results, exit {run.code}, load {run.load}", flush=True)
     header = ("protocol", "results", "serial wall", "--jobs auto wall", "speed-up", "designed waits",
-              "longest case", "auto wall / longest case", "auto wall / designed waits", "same grades",
+              "longest case", "auto case wall", "fixed cost (auto wall - case wall)", "auto wall / longest case",
+              "auto case wall / longest case", "auto wall / designed waits", "auto CPU (user+sys)", "same grades",
               "load (1 min, before -> after)")
     if markdown:
-        print("\n| " + " | ".join(header) + " |\n|---|" + "---:|" * 8 + "---|---|")
+        print("\n| " + " | ".join(header) + " |\n|---|" + "---:|" * 12 + "---|---|")
     else:
         print()
     waits_of: dict[str, float] = {}
@@ -394,18 +423,25 @@ def jobs_table(protocols: list[str], runs: int, out: Path, markdown: bool) -> No
     longest_of["all"] = max(longest_of[p] for p in protocols)
     for name, _ in runs_of:
         s_wall, a_wall = _median([r.wall for r in serial[name]]), _median([r.wall for r in auto[name]])
+        case_walls = [r.case_wall for r in auto[name] if r.case_wall is not None]
+        a_cases = _median(case_walls) if case_walls else None
+        a_cpu = _median([r.cpu for r in auto[name]])
         waits, (longest, longest_case) = waits_of[name], longest_of[name]
         same = all(_grades_by_case(a) == _grades_by_case(b) for a in serial[name] for b in auto[name])
         row = (name, str(len(serial[name][-1].records)), f"{s_wall:.1f} s", f"{a_wall:.1f} s",
                f"{s_wall / a_wall:.1f}x" if a_wall else "-", f"{waits:.1f} s", f"{longest:.1f} s ({longest_case})",
-               f"{a_wall / longest:.2f}" if longest else "-", f"{a_wall / waits:.2f}" if waits else "-",
+               f"{a_cases:.1f} s" if a_cases is not None else "-",
+               f"{a_wall - a_cases:.1f} s" if a_cases is not None else "-",
+               f"{a_wall / longest:.2f}" if longest else "-",
+               f"{a_cases / longest:.2f}" if longest and a_cases is not None else "-",
+               f"{a_wall / waits:.2f}" if waits else "-", f"{a_cpu:.1f} s",
                "yes" if same else "NO", "; ".join(r.load for r in auto[name]))
         if markdown:
             print("| " + " | ".join(row) + " |")
         else:
             print(f"{name}:")
             for label, value in zip(header[1:], row[1:]):
-                print(f"  {label:<28} {value}")
+                print(f"  {label:<36} {value}")
 
 
 def _grades_by_case(run: SuiteRun) -> dict[tuple[str, str], str]:

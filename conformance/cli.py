@@ -83,6 +83,8 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
         # --assert=plain: cases are graded by the suite's own exceptions, never by assert statements,
         # and assertion rewriting recompiles every module of every pytest11 plugin's distribution
         # (hypothesis: 70 modules) on each run when bytecode is not cached: about 1.5 s per run.
+        # the project's other pytest plugins grade no scenario: hypothesis alone costs 0.2 s of start-up
+        "-p", "no:hypothesispytest", "-p", "no:benchmark",
         "-p", "no:cacheprovider", "--assert=plain", f"--rootdir={scenarios_dir().parent}",
         f"--target={args.target}", f"--records={out / 'records.jsonl'}",
         f"--junitxml={out / 'junit.xml'}", f"--alluredir={out / 'allure-results'}",

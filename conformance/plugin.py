@@ -26,7 +26,7 @@ from conformance.protocols import adapter_for
 from conformance.records import RecordWriter, grade_table, new_run_id, utc_now
 from conformance.scenario.loader import MAX_FILE_BYTES, BrokenCase, Case, ScenarioError, load_file
 from conformance.scenario.runner import CaseResult, CaseRunner
-from conformance.scenario.schedule import AUTO_JOBS, HEAVY_FRAMES, CaseScheduler, frame_steps, parse_jobs
+from conformance.scenario.schedule import AUTO_JOBS, CaseScheduler, case_demand, parse_jobs
 from conformance.scenario.timing import parse_time_scale
 from conformance.targets import Target, TargetError, parse_target, probe_endpoint
 from conformance.vectors.check import VectorFileError, adapter_for as vector_adapter, check_test, load_vector_file
@@ -55,12 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--wirelogs", default=None, help="write the wire log of every case that did not pass here")
     group.addoption("--run-id", default=None, help="run id for the records (default: generated)")
     group.addoption("--schedule-log", default=None, metavar="FILE",
-                    help="write when each case ran (JSON lines: case, serial group, alone, start and end in s)")
+                    help="write when each case ran (JSON lines: case, serial group, heavy, paced, start and end in s)")
     group.addoption("--jobs", default="auto", metavar="N|auto",
                     help="cases run at once, each on its own connections; auto (the default): "
                          f"{AUTO_JOBS} against ref and the project's own images, 1 against any other target. "
                          "Cases marked serial (shared target state) never overlap (against ref: each gets a "
-                         "server of its own); heavy cases run alone; results are reported in pytest's order")
+                         "server of its own), nor heavy cases and paced ones (fault proxy); results are reported in "
+                         "pytest's order")
 
 
 class _State:
@@ -382,8 +383,8 @@ class ScenarioItem(pytest.Item):
         if case.serial and case.role == "server" and private is not None:
             # the in-process reference gives such a case a server of its own: no state to share, no turn to wait
             exchange, group = partial(_on_private_server, private(case.protocol, self.transport), runner), None
-        heavy = frame_steps(case.steps, adapter.macros) >= HEAVY_FRAMES
-        self._pending = state.scheduler().submit(self.nodeid, group, exchange, alone=heavy)
+        demand = case_demand(case.steps, adapter.macros, runner.params, case.fault)
+        self._pending = state.scheduler().submit(self.nodeid, group, exchange, demand)
 
     def runtest(self) -> None:
         state: _State = self.config.stash[_STATE]
@@ -392,9 +393,10 @@ class ScenarioItem(pytest.Item):
             # reports them in its order as their results arrive (not sooner: a session that runs
             # other tests first, as the project's own does, runs them undisturbed)
             state.scheduled_ahead = True
-            for item in self.session.items[self.session.items.index(self):]:
-                if isinstance(item, ScenarioItem):
-                    item.schedule(state)
+            with state.scheduler().batch():  # they start in order of priority, not of collection
+                for item in self.session.items[self.session.items.index(self):]:
+                    if isinstance(item, ScenarioItem):
+                        item.schedule(state)
         self.schedule(state)
         pending, self._pending = self._pending, _DONE
         if isinstance(pending, _Early):

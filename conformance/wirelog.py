@@ -109,16 +109,21 @@ class WireLog:
 
     def _add(self, direction: str, data: bytes | str) -> None:
         size = len(data)
-        entry = WireEntry(time.monotonic(), direction, data[:_MAX_LOGGED] if size > _MAX_LOGGED else data,
-                          size if size > _MAX_LOGGED else -1)
+        if size > _MAX_LOGGED:
+            self._keep(WireEntry(time.monotonic(), direction, data[:_MAX_LOGGED], size))
+        else:
+            self._keep(WireEntry(time.monotonic(), direction, data))
+
+    def _keep(self, entry: WireEntry) -> None:
         if len(self._head) < _HEAD_ENTRIES:
             self._head.append(entry)
             return
-        if len(self._tail) == self._tail.maxlen:
-            old = self._tail[0]
+        tail = self._tail
+        if len(tail) == _TAIL_ENTRIES:
+            old = tail[0]
             self.dropped += 1
             self.dropped_bytes += old.length if old.direction != NOTE else 0
-        self._tail.append(entry)
+        tail.append(entry)
 
     def sent(self, data: bytes | str) -> None:
         self._add(SENT, data)
@@ -134,7 +139,7 @@ class WireLog:
         shows the decoded frame beside its hex dump.  ``summary`` may be a function: it is called
         only for an entry the log keeps, when it is rendered (most of a volume case's are not)."""
         if callable(summary):
-            self._add(NOTE, _Later(direction, summary))  # type: ignore[arg-type]
+            self._keep(WireEntry(time.monotonic(), NOTE, _Later(direction, summary)))  # type: ignore[arg-type]
         else:
             self._add(NOTE, f"{direction} decoded: {summary}")
 

@@ -13,15 +13,36 @@ class TargetFault(Exception):
     cannot use): the target broke the exchange, so the case fails; the case is not broken."""
 
 
-@dataclass
 class Frame:
-    """One decoded frame/message from the target, as plain fields."""
+    """One decoded frame/message from the target, as plain fields.
 
-    fields: dict[str, Any]
-    summary: str
+    ``summary`` may be given as a function: it is made the first time it is read (a log entry
+    kept, a failure message), not for each of a volume case's 70,000 passing frames."""
+
+    __slots__ = ("fields", "_summary")
+
+    def __init__(self, fields: dict[str, Any], summary: str | Callable[[], str]) -> None:
+        self.fields = fields
+        self._summary = summary
+
+    @property
+    def summary(self) -> str:
+        if not isinstance(self._summary, str):
+            self._summary = self._summary()
+        return self._summary
 
     def __str__(self) -> str:
         return self.summary
+
+    def __repr__(self) -> str:
+        return f"Frame(fields={self.fields!r}, summary={self.summary!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Frame):
+            return NotImplemented
+        return self.fields == other.fields and self.summary == other.summary
+
+    __hash__ = None  # type: ignore[assignment]  (as the dataclass it was: mutable, compared by value)
 
 
 class FrameReader(Protocol):

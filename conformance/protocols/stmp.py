@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from conformance.protocols.base import Frame, ProtocolAdapter
@@ -16,7 +17,7 @@ from reference_impl.stmp.codec import Encoding, Kind, Notify, Ping, Request, Res
 # The harness reads up to 64 MiB per message so that a target's oversized
 # replies are seen and graded instead of cut off by our own limit.
 HARNESS_MAX_PAYLOAD = 64 * 1024 * 1024
-# A Raw payload is also shown as a version list (for negotiation replies) only up to this size: every
+# A Raw payload of ID 0 is also shown as a version list (for negotiation replies) only up to this size: every
 # major.minor there is (256) fits in 512 bytes even as text, and listing every byte of an 8 MiB echo
 # as a "version" cost the harness seconds per frame.
 MAX_VERSIONS_VIEW = 1024
@@ -29,18 +30,30 @@ MATCH_KEYS = {"kind", "id", "action", "status", "encoding", "payload", "versions
 FORMS = ("binary", "text", "split")
 
 
+def _folded(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
 def _named(value: Any, table: dict[str, int], what: str) -> int:
     if isinstance(value, int):
         return value
-    key = str(value).lower().replace("_", "").replace("-", "")
-    for name, number in table.items():
-        if name.replace("_", "") == key:
-            return int(number)
-    raise CodecError("scenario", f"unknown {what} {value!r} (known: {', '.join(table)})")
+    # most names are written as the table has them: one lookup (a repeat step names a kind 65,535 times)
+    number = table.get(value) if isinstance(value, str) else None
+    if number is None:
+        number = _FOLDED_NAMES[id(table)].get(_folded(str(value)))
+    if number is None:
+        raise CodecError("scenario", f"unknown {what} {value!r} (known: {', '.join(table)})")
+    return int(number)
+
+
+KIND_NUMBERS = {k: int(v) for k, v in KINDS.items()}
+#: the name tables, folded (case, _ and - ignored), by table
+_FOLDED_NAMES = {id(table): {_folded(name): int(number) for name, number in table.items()}
+                 for table in (KIND_NUMBERS, ENCODINGS, STATUSES)}
 
 
 def _kind(value: Any) -> Kind:
-    return Kind(_named(value, {k: int(v) for k, v in KINDS.items()}, "kind"))
+    return Kind(_named(value, KIND_NUMBERS, "kind"))
 
 
 def _versions(items: list[str]) -> list[tuple[int, int]]:
@@ -93,19 +106,27 @@ def _without_payload(msg: codec.Message) -> codec.Message:
     return replace(msg, payload=None)
 
 
+#: each message type's fields, in the order frames show them (looked up once, not with hasattr per frame)
+_FIELDS = {kind: tuple(name for name in ("id", "action", "status", "encoding", "payload")
+                       if name in getattr(kind, "__dataclass_fields__", {}))
+           for kind in (Ping, Request, Response, Notify)}
+
+
 def to_frame(msg: codec.Message, form: str) -> Frame:
     fields: dict[str, Any] = {"kind": type(msg).__name__.lower(), "form": form}
-    for name in ("id", "action", "status", "encoding", "payload"):
-        if hasattr(msg, name):
-            fields[name] = getattr(msg, name)
+    for name in _FIELDS[type(msg)]:
+        fields[name] = getattr(msg, name)
     fields.setdefault("encoding", 0)
     fields.setdefault("payload", b"")
-    if fields["encoding"] == Encoding.RAW and fields["payload"] and len(fields["payload"]) <= MAX_VERSIONS_VIEW:
+    # the version-list view is for the negotiation, whose messages carry ID 0 (a 65,535-request case
+    # need not decode every request's payload as versions)
+    if (fields.get("id") == 0 and fields["encoding"] == Encoding.RAW and fields["payload"]
+            and len(fields["payload"]) <= MAX_VERSIONS_VIEW):
         try:
             fields["versions"] = [f"{a}.{b}" for a, b in codec.decode_versions(fields["payload"], text=form == "text")]
         except CodecError:
             pass
-    return Frame(fields, _summary(fields))
+    return Frame(fields, partial(_summary, fields))
 
 
 def _summary(f: dict[str, Any]) -> str:

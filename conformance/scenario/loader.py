@@ -82,6 +82,7 @@ def _schema() -> dict[str, Any]:
     return schema
 
 
+@lru_cache(maxsize=4)  # one per kind, not one per case: building one resolves the schema again
 def _validator(ref: str | None = None) -> jsonschema.Draft202012Validator:
     schema = _schema()
     if ref is not None:

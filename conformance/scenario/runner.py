@@ -101,7 +101,7 @@ class _FrameStream:
                 frames = self.reader.feed(data)
                 if self.log is not None:
                     for frame in frames:
-                        self.log.decoded(RECEIVED, frame.summary)
+                        self.log.decoded(RECEIVED, frame.__str__)  # made only if the log keeps it
                 self.frames.extend(frames)
             except CodecError as exc:
                 raise _Verdict(Grade.FAILED, f"the target sent bytes that are not valid: {exc}") from None
@@ -127,7 +127,8 @@ class CaseRunner:
         self.noise = [adapter.normalize(n) for n in (case.noise if case.noise is not None else adapter.default_noise)]
         self.close_grade: Grade | None = None
         self.close_message = ""
-        self.observed: list[str] = []
+        self.observed: list[str | Frame] = []
+        self._waits: dict[int | str, int] = {}
         self.stream: _FrameStream | None = None
         # named channels (`connect` / `use` steps) and values saved from matched frames (`save`)
         self.streams: dict[str, _FrameStream] = {}
@@ -207,7 +208,12 @@ class CaseRunner:
     def _wait_ms(self, value: int | str) -> int:
         """A wait on the target (a window, a within_ms, a sleep, the case deadline), stretched by
         --time-scale.  Lower bounds and the suite's own pacing are read with millis() unscaled."""
-        return round(millis(value, self.params) * self.time_scale)
+        if not isinstance(value, (int, str)):
+            return round(millis(value, self.params) * self.time_scale)
+        known = self._waits.get(value)  # the parameters do not change during a case: each text once
+        if known is None:
+            known = self._waits[value] = round(millis(value, self.params) * self.time_scale)
+        return known
 
     async def _open(self, url: str) -> Channel:
         timeout = CONNECT_TIMEOUT * self.time_scale
@@ -236,7 +242,7 @@ class CaseRunner:
             exchange, message, client_exit = await self._client_outcome(
                 client, exchange, message, started + deadline_ms / 1000, deadline_ms)
         if self.case.requirement in ("MAY", "INFO") and exchange is not Grade.ERROR:
-            message = "observed: " + (message or "; ".join(self.observed) or "the behaviour described")
+            message = "observed: " + (message or "; ".join(map(str, self.observed)) or "the behaviour described")
             exchange = Grade.INFORMATIONAL
         if self.close_grade not in (None, Grade.PASSED):
             message = "; ".join(m for m in (message, self.close_message) if m)
@@ -336,6 +342,12 @@ class CaseRunner:
         self.log.note(f"using channel {name}")
         self.stream = self.streams[name]
 
+    def _observe(self, frame: Frame) -> None:
+        """A matched frame, kept for the message of a MAY or INFO case (the only one that shows them),
+        as text only then: a volume case matches 70,000."""
+        if self.case.requirement in ("MAY", "INFO"):
+            self.observed.append(frame)
+
     def _save(self, spec: dict[str, Any], frame: Frame) -> None:
         for var, field_name in (spec.get("save") or {}).items():
             if field_name not in frame.fields:
@@ -382,9 +394,10 @@ class CaseRunner:
             self.step_done_at = time.monotonic()
 
     async def _send(self, spec: dict[str, Any]) -> None:
-        if "hex" in spec and len(spec) == 1:
+        raw = len(spec) == 1 and ("hex" in spec or "text" in spec)  # bytes as written, no frame to decode
+        if raw and "hex" in spec:
             payloads: list[bytes | str] = [bytes.fromhex(spec["hex"].replace(" ", ""))]
-        elif "text" in spec and len(spec) == 1:
+        elif raw:
             payloads = [spec["text"] if self.transport == "ws" else spec["text"].encode()]
         else:
             # a session reader encodes with its connection's state (ZMTP: keys, nonces)
@@ -395,7 +408,7 @@ class CaseRunner:
                 raise _Verdict(grade_for_violation(self.case.requirement), str(exc)) from None
         for data in payloads:
             await self.stream.channel.send(data)
-        if not ({"hex", "text"} & spec.keys() and len(spec) == 1):
+        if not raw:
             self.log.decoded(SENT, partial(_spec_summary, spec))
         self.last_send_at = time.monotonic()
 
@@ -469,7 +482,7 @@ class CaseRunner:
                                f"the target closed the connection while the suite waited for {wanted()}", departure=True)
             matched, reasons = self._match_one_of(alternatives, skip_first, frame)
             if matched is not None:
-                self.observed.append(str(frame))
+                self._observe(frame)
                 self._save(spec, frame)
                 return
             if self._is_noise(frame) or self._allowed(frame, allowed):
@@ -502,7 +515,7 @@ class CaseRunner:
             matched, reasons = self._match_one_of(wanted, skip_first, frame)
             if matched is not None:
                 del wanted[matched], skip_first[matched]
-                self.observed.append(str(frame))
+                self._observe(frame)
                 continue
             if self._is_noise(frame) or self._allowed(frame, allowed):
                 continue

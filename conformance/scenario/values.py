@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import keyword
 import operator
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, partial
+from typing import Any, Callable
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
         ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv}
@@ -98,15 +99,34 @@ def has_expression(value: Any) -> bool:
 def substitute(value: Any, names: dict[str, int]) -> Any:
     """Replace '= expr' strings (in nested dicts/lists) by their value; a part that holds none is
     returned as it is (not copied)."""
-    if isinstance(value, str) and value.startswith("="):
-        return evaluate(value, names)
-    if not has_expression(value):
+    if isinstance(value, str):
+        return evaluate(value, names) if value.startswith("=") else value
+    if not isinstance(value, (dict, list)):
         return value
+    known = _TEMPLATES.get(id(value))
+    if known is None or known[0] is not value:
+        known = _TEMPLATES[id(value)] = (value, _template(value))
+    return known[1](names)
+
+
+_TEMPLATES: dict[int, tuple[Any, Callable[[dict[str, int]], Any]]] = {}  # id -> (the step, kept alive; builder)
+
+
+def _template(value: Any) -> Callable[[dict[str, int]], Any]:
+    """A function building ``value`` with its '= expr' parts evaluated: the step is walked once,
+    not on each of a repeat's 65,535 rounds."""
+    if isinstance(value, str) and value.startswith("="):
+        name = value.lstrip("= ").strip()
+        if name.isidentifier() and not keyword.iskeyword(name):  # '= i': the value itself, as eval gives it
+            return lambda names: names[name] if name in names else evaluate(value, names)
+        return partial(evaluate, value)
+    if not has_expression(value):
+        return lambda names: value
     if isinstance(value, dict):
-        return {k: substitute(v, names) for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute(v, names) for v in value]
-    return value
+        parts = [(key, _template(item)) for key, item in value.items()]
+        return lambda names: {key: build(names) for key, build in parts}
+    builders = [_template(item) for item in value]
+    return lambda names: [build(names) for build in builders]
 
 
 def millis(value: int | str, params: dict[str, int]) -> int:

@@ -57,7 +57,7 @@ class Carrier(Protocol):
         """The next chunk or frame; None once the peer is gone; TimeoutError after ``timeout``."""
 
     async def send(self, items: list[bytes | str]) -> None:
-        """Write everything; ConnectionError if the peer is gone."""
+        """Write everything; ConnectionError if the peer is gone, TimeoutError after ``WRITE_TIMEOUT``."""
 
     async def close(self) -> None: ...
 
@@ -76,10 +76,13 @@ class StreamCarrier:
         return data or None
 
     async def send(self, items: list[bytes | str]) -> None:
-        for item in items:
-            assert isinstance(item, bytes), "stream framing writes bytes only"
-            self._writer.write(item)
-        await self._writer.drain()
+        assert all(isinstance(item, bytes) for item in items), "stream framing writes bytes only"
+        self._writer.writelines(items)  # one write (a system call), not one per frame
+        if self._writer.transport.get_write_buffer_size():  # the peer is not keeping up: a bounded wait
+            async with asyncio.timeout(WRITE_TIMEOUT):
+                await self._writer.drain()
+        else:  # no timer for a write the socket took at once (a client's 65,537 requests)
+            await self._writer.drain()  # returns at once; raises if the connection was lost
 
     async def close(self) -> None:
         self._writer.close()
@@ -104,8 +107,9 @@ class WebSocketCarrier:
 
     async def send(self, items: list[bytes | str]) -> None:
         try:
-            for item in items:
-                await self._websocket.send(item)
+            async with asyncio.timeout(WRITE_TIMEOUT):
+                for item in items:
+                    await self._websocket.send(item)
         except ConnectionClosed as exc:
             raise ConnectionError(str(exc)) from exc
 
@@ -119,6 +123,7 @@ class Link:
         self._carrier = carrier
         self._send_lock = asyncio.Lock()
         self._clock = asyncio.get_running_loop().time
+        self._flush_due: asyncio.Task | None = None
 
     def now(self) -> float:
         return self._clock()
@@ -129,10 +134,21 @@ class Link:
             if not items:
                 return
             try:
-                async with asyncio.timeout(WRITE_TIMEOUT):  # not wait_for: a task per flush
-                    await self._carrier.send(items)
+                await self._carrier.send(items)  # bounded by the carrier (WRITE_TIMEOUT)
             except (ConnectionError, TimeoutError):
                 self.connection.connection_lost()
+
+    def flush_soon(self) -> None:
+        """Flush once the tasks ready now have run: the requests a batch of replies wakes leave in
+        one write (32 of them in the id-wrap case), not a write and a drain each."""
+        if self._flush_due is None:
+            self._flush_due = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        # a task's first step runs after the callbacks already queued (the other woken requesters);
+        # what is queued once this one has started gets a flush of its own
+        self._flush_due = None
+        await self.flush()
 
     async def run(self, on_events: Callable[[list[Event], float], None],
                   on_tick: Callable[[float], None] | None = None) -> None:

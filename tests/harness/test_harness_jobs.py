@@ -16,7 +16,7 @@ import pytest
 
 from conformance.protocols import adapter_for, available
 from conformance.scenario.loader import BrokenCase, Case, load_file
-from conformance.scenario.schedule import CaseScheduler, Span, frame_steps, parse_jobs
+from conformance.scenario.schedule import HEAVY_FRAMES, CaseScheduler, Demand, Span, case_demand, frame_steps, parse_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,7 +136,18 @@ def test_frame_steps_multiplies_repeats_and_follows_macros():
     assert frame_steps(steps, {"m": [{"send": {}}, {"expect": {}}]}) == 2 + 20
 
 
-def test_scheduler_bounds_concurrency_serialises_groups_and_runs_heavy_alone():
+def test_case_demand_reads_waits_frames_and_the_fault_proxy_from_the_steps():
+    steps = [{"macro": "m"}, {"expect_silence": {"for_ms": "silence_ms + 100"}},
+             {"repeat": {"count": 3, "steps": [{"sleep_ms": 10}, {"send": {}}]}},
+             {"keep_alive": {"send": {}, "for_ms": 500}}, {"expect_close": {"within_ms": "= t * 2"}},
+             {"expect_silence": {"for_ms": "= saved_later"}}]  # not known before the case runs: 0
+    demand = case_demand(steps, {"m": [{"expect": {}}, {"sleep_ms": 5}]}, {"silence_ms": 300, "t": 1000})
+    assert demand == Demand(frames=4, wait_ms=5 + 400 + 30 + 500 + 2000, paced=False)
+    assert not demand.heavy and case_demand([], {}, fault={"chunk": 1}).paced
+    assert case_demand([{"repeat": {"count": HEAVY_FRAMES, "steps": [{"send": {}}]}}], {}).heavy
+
+
+def test_scheduler_bounds_concurrency_serialises_groups_and_keeps_heavy_and_paced_apart():
     scheduler = CaseScheduler(3)
     running, most = 0, 0
 
@@ -148,8 +159,11 @@ def test_scheduler_bounds_concurrency_serialises_groups_and_runs_heavy_alone():
         running -= 1
         return "done"
 
+    heavy, paced = Demand(frames=HEAVY_FRAMES), Demand(paced=True)
     try:
-        futures = [scheduler.submit(f"case{i}", "g" if i % 3 == 0 else None, work, alone=i == 7) for i in range(15)]
+        futures = [scheduler.submit(f"case{i}", "g" if i % 3 == 0 else None, work,
+                                    heavy if i in (7, 8) else paced if i in (1, 2, 10) else Demand())
+                   for i in range(15)]
         assert [f.result(10) for f in futures] == ["done"] * 15
     finally:
         scheduler.close()
@@ -158,8 +172,37 @@ def test_scheduler_bounds_concurrency_serialises_groups_and_runs_heavy_alone():
     grouped = [s for s in spans if s.group == "g"]
     assert len(grouped) == 5
     assert not any(_overlap(a, b) for i, a in enumerate(grouped) for b in grouped[i + 1:])
-    (alone,) = [s for s in spans if s.alone]
-    assert not any(_overlap(alone, s) for s in spans if s is not alone)
+    heavies, paceds = [s for s in spans if s.heavy], [s for s in spans if s.paced]
+    assert len(heavies) == 2 and len(paceds) == 3
+    assert not any(_overlap(h, p) for h in heavies for p in paceds)
+    # the others run beside a heavy case: it no longer runs alone
+    assert any(_overlap(h, s) for h in heavies for s in spans if not s.heavy and not s.paced)
+
+
+def test_scheduler_starts_the_longest_waits_first():
+    scheduler = CaseScheduler(1)
+
+    async def work() -> None:
+        await asyncio.sleep(0.01)
+
+    try:
+        # one at a time: the first takes the one slot at once, the others are served longest first
+        futures = [scheduler.submit(f"case{w}", None, work, Demand(wait_ms=w)) for w in (0, 100, 5000, 300)]
+        for future in futures:
+            future.result(10)
+        # a batch (the plugin hands every case over in one) starts in order of priority from the first
+        with scheduler.batch():
+            futures = [scheduler.submit(f"batch{w}", None, work, Demand(wait_ms=w)) for w in (0, 100, 5000, 300)]
+            futures.append(scheduler.submit("heavy", None, work, Demand(frames=HEAVY_FRAMES)))
+            futures.append(scheduler.submit("paced", None, work, Demand(paced=True)))
+        assert [f.result(10) for f in futures] == [None] * 6
+    finally:
+        scheduler.close()
+    order = [s.key for s in sorted(scheduler.spans, key=lambda s: s.start)]
+    # the paced case first; the heavy one waits for it to end, then for the next free slot, which it
+    # takes before the ordinary cases still waiting
+    assert order == ["case0", "case5000", "case300", "case100",
+                     "paced", "batch5000", "heavy", "batch300", "batch100", "batch0"]
 
 
 # -- the whole suite: --jobs 4 beside a serial run (slow, not timed) ------------------------------------
@@ -207,10 +250,10 @@ def test_jobs_4_grades_every_case_as_a_serial_run_and_serial_cases_never_overlap
         level += step
         most = max(most, level)
     assert 2 <= most <= 4
-    heavy = [s for s in spans if s["alone"]]
-    assert heavy, "no heavy case ran"
+    heavy, paced = [s for s in spans if s["heavy"]], [s for s in spans if s["paced"]]
+    assert heavy and paced, "no heavy or no paced case ran"
     for case in heavy:
-        assert not any(_overlap(case, s) for s in spans if s is not case), case
+        assert not any(_overlap(case, s) for s in paced), case
     # against ref a serial case has a server of its own and takes no turn; against a server the
     # suite cannot multiply (here the reference mc0 broker as a cmd: target) serial cases take turns
     _run(external, "4", "mc0", f"cmd:{sys.executable} -m conformance.cli serve mc0 --port {{port}}")
