@@ -132,8 +132,8 @@ async function serve(options) {
     : new TcpServerTransport({ listenOptions: { host: "127.0.0.1", port } });
   // Leases stay off: with `lease` set the library refuses every SETUP without L ("Lease has to be
   // enabled"). Resumption is on only with --resume (the rsocket-js-1.0-resume image): with it, a
-  // RESUME after an accepted SETUP ends the whole server process, and every case after it would
-  // find no server (docs/findings/rsocket.md, F-JS1-11).
+  // SETUP with R that the library refuses (with L: "Lease has to be disabled") ends the whole
+  // server process, and every case after it would find no server (docs/findings/rsocket.md, F-JS1-11).
   const resume = options.resume ? { resume: { sessionTimeout: Number(options.resume) } } : {};
   const server = new RSocketServer({ transport, acceptor: { accept: async (setup) => service(setup) }, ...resume });
   await server.bind();
@@ -220,6 +220,7 @@ if (options.role === "server") {
   common.runClient(options.testcase, (fragmentSize) => connect(options.url, fragmentSize),
     { label: LABEL, fragments: true, unsupported: ["metadata-push"] });
 } else {
-  console.log(`${LABEL}: usage: server --transport tcp|ws --port PORT [--resume SESSION_MS] | client --url URL --testcase NAME`);
+  console.log(`${LABEL}: usage: server --transport tcp|ws --port PORT [--resume SESSION_MS]`
+    + " | client --url URL --testcase NAME");
   process.exit(2);
 }

@@ -92,7 +92,7 @@ PEERS = (
          ("thirdparty/rsocket_js1_peer.js", "thirdparty/rsocket_js_common.js"), requirements=(), node=True,
          version="1.0.0-alpha.3"),
     # The same program and modules with the server's resumption on, for the resume cases only: in
-    # that mode a RESUME after a SETUP ends the server process (docs/findings/rsocket.md, F-JS1-11).
+    # that mode a refused SETUP with R ends the server process (docs/findings/rsocket.md, F-JS1-11).
     Peer("rsocket-js-1.0-resume", ("rsocket",), ("server",),
          ("thirdparty/rsocket_js1_peer.js", "thirdparty/rsocket_js_common.js",
           "images/thirdparty/rsocket-js-1.0/entrypoint.sh"), requirements=(), node=True,
