@@ -2,7 +2,7 @@
 // through the library's public API only: RSocketServer with an acceptor that runs the profile's
 // test service, RSocketConnector for the client-role cases (rsocket_js_common.js).
 //
-//   node rsocket_js1_peer.js server --transport tcp|ws --port PORT
+//   node rsocket_js1_peer.js server --transport tcp|ws --port PORT [--resume SESSION_MS]
 //   node rsocket_js1_peer.js client --url tcp://127.0.0.1:PORT|ws://127.0.0.1:PORT/ --testcase NAME
 "use strict";
 
@@ -130,13 +130,15 @@ async function serve(options) {
   const transport = options.transport === "ws"
     ? new WebsocketServerTransport({ host: "127.0.0.1", port, wsCreator: (opts) => new WebSocket.Server(opts) })
     : new TcpServerTransport({ listenOptions: { host: "127.0.0.1", port } });
-  // Leases and resumption stay off. With `lease` set the library refuses every SETUP without L
-  // ("Lease has to be enabled"); with `resume: {sessionTimeout}` set, a RESUME after an accepted
-  // SETUP (rsocket/handshake/resume-after-setup) ends the whole server process, so every case
-  // after it would find no server (docs/findings/rsocket.md, N-JS1-2).
-  const server = new RSocketServer({ transport, acceptor: { accept: async (setup) => service(setup) } });
+  // Leases stay off: with `lease` set the library refuses every SETUP without L ("Lease has to be
+  // enabled"). Resumption is on only with --resume (the rsocket-js-1.0-resume image): with it, a
+  // SETUP with R that the library refuses (with L: "Lease has to be disabled") ends the whole
+  // server process, and every case after it would find no server (docs/findings/rsocket.md, F-JS1-11).
+  const resume = options.resume ? { resume: { sessionTimeout: Number(options.resume) } } : {};
+  const server = new RSocketServer({ transport, acceptor: { accept: async (setup) => service(setup) }, ...resume });
   await server.bind();
-  console.log(`${LABEL}: serving the test service on ${options.transport || "tcp"} 127.0.0.1:${port}`);
+  const mode = options.resume ? `, resumption on (sessions kept ${options.resume} ms)` : "";
+  console.log(`${LABEL}: serving the test service on ${options.transport || "tcp"} 127.0.0.1:${port}${mode}`);
 }
 
 // The promise-based view of a connected RSocket that the cases of rsocket_js_common.js use.
@@ -218,6 +220,7 @@ if (options.role === "server") {
   common.runClient(options.testcase, (fragmentSize) => connect(options.url, fragmentSize),
     { label: LABEL, fragments: true, unsupported: ["metadata-push"] });
 } else {
-  console.log(`${LABEL}: usage: server --transport tcp|ws --port PORT | client --url URL --testcase NAME`);
+  console.log(`${LABEL}: usage: server --transport tcp|ws --port PORT [--resume SESSION_MS]`
+    + " | client --url URL --testcase NAME");
   process.exit(2);
 }

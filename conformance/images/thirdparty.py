@@ -47,6 +47,10 @@ class Peer:
     requirements: tuple[str, ...] = ("pyzmq",)  # wheels, for a Python peer
     node: bool = False  # a Node peer: nodejs and images/thirdparty/<name>/package-lock.json's node_modules
     version: str = ""  # the library's version, for the org.opencontainers.image.version label
+    npm: str = ""  # the images/thirdparty/<npm>/ whose package-lock.json it installs (default: its own name)
+    # False: no conformance.protocols label, so `conformance matrix` and `interop` leave it out (a
+    # variant of another peer's image that only `--target docker:` runs)
+    listed: bool = True
 
     @property
     def repository(self) -> str:
@@ -62,11 +66,13 @@ class Peer:
 
     @property
     def npm_dir(self) -> Path:
-        return RECIPE_DIR / self.name
+        return RECIPE_DIR / (self.npm or self.name)
 
     def labels(self, content_hash: str) -> dict[str, str]:
         labels = {LABEL_HASH: content_hash, LABEL_KIND: "thirdparty", LABEL_PROTOCOL: ",".join(self.protocols),
-                  LABEL_PROTOCOLS: ",".join(self.protocols), LABEL_ROLES: ",".join(self.roles)}
+                  LABEL_ROLES: ",".join(self.roles)}
+        if self.listed:
+            labels[LABEL_PROTOCOLS] = ",".join(self.protocols)
         if self.version:
             labels[LABEL_VERSION] = self.version
         return labels
@@ -85,6 +91,12 @@ PEERS = (
     Peer("rsocket-js-1.0", ("rsocket",), ("server", "client"),
          ("thirdparty/rsocket_js1_peer.js", "thirdparty/rsocket_js_common.js"), requirements=(), node=True,
          version="1.0.0-alpha.3"),
+    # The same program and modules with the server's resumption on, for the resume cases only: in
+    # that mode a refused SETUP with R ends the server process (docs/findings/rsocket.md, F-JS1-11).
+    Peer("rsocket-js-1.0-resume", ("rsocket",), ("server",),
+         ("thirdparty/rsocket_js1_peer.js", "thirdparty/rsocket_js_common.js",
+          "images/thirdparty/rsocket-js-1.0/entrypoint.sh"), requirements=(), node=True,
+         version="1.0.0-alpha.3", npm="rsocket-js-1.0", listed=False),
 )
 
 

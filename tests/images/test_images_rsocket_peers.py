@@ -4,7 +4,9 @@ rsocket-js 1.0.0-alpha.3, each behind a peer program of ours, both roles, TCP an
 Every peer server is driven by the reference client (reference_impl/rsocket/client_cases.py) and
 every peer client runs against the reference server. The outcome tables below are what the
 libraries do: each failure is a finding of docs/findings/rsocket.md, with its wire bytes checked
-here from hand-written frames, so a library that changes its behaviour fails this test.
+here from hand-written frames, so a library that changes its behaviour fails this test. The image
+rsocket-js-1.0-resume (rsocket-js 1.0 with its server's resumption on) is checked from hand-written
+frames too: it resumes, and its F-JS1-11 and F-JS1-14 are pinned.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from reference_impl.rsocket.server import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 RSOCKET_PEERS = ("rsocket-py", "rsocket-js-0.0", "rsocket-js-1.0")  # the rsocket_images fixture (conftest.py)
+# rsocket-js 1.0 with its server's resumption on: not in the matrix or interop (no conformance.protocols)
+JS1_RESUME = "rsocket-js-1.0-resume"
 ALL_PASS = dict.fromkeys(CASES, 0)
 
 # What the reference client sees of each peer's server (exit codes of client_cases.run_case).
@@ -77,9 +81,17 @@ def _python_pin(name: str) -> str:
 
 def test_every_rsocket_peer_has_its_program_entrypoint_and_pinned_library() -> None:
     peers = {p.name: p for p in available_peers(ROOT, ["rsocket"])}
-    assert set(peers) == set(RSOCKET_PEERS)
-    for peer in peers.values():
-        assert peer.entrypoint.is_file() and set(peer.roles) == {"server", "client"}
+    assert set(peers) == {*RSOCKET_PEERS, JS1_RESUME}
+    for name in RSOCKET_PEERS:
+        assert peers[name].entrypoint.is_file() and set(peers[name].roles) == {"server", "client"}
+        assert peers[name].listed and peers[name].npm_dir.name == name
+    # the resume variant: rsocket-js 1.0's program, modules, version and entrypoint, server only, unlisted
+    variant, js1 = peers[JS1_RESUME], peers["rsocket-js-1.0"]
+    assert variant.entrypoint.is_file() and variant.roles == ("server",) and not variant.listed
+    assert variant.npm_dir == js1.npm_dir and variant.version == js1.version
+    assert set(js1.files) < set(variant.files)
+    assert f"images/thirdparty/{js1.name}/entrypoint.sh" in variant.files
+    assert LABEL_PROTOCOLS not in variant.labels("x") and LABEL_PROTOCOLS in js1.labels("x")
     assert peers["rsocket-py"].version == _python_pin("rsocket")
     assert f"rsocket=={peers['rsocket-py'].version}" in (ROOT / "constraints.txt").read_text().splitlines()
     for name in ("rsocket-js-0.0", "rsocket-js-1.0"):
@@ -218,6 +230,67 @@ def test_finding_js1_metadata_push_ends_the_connection(rsocket_images: dict[str,
         after, closed = _exchange(target.port, [SETUP, METADATA_PUSH, REQUEST_RESPONSE_ECHO])
     assert before == [bytes.fromhex("00000003" "2860") + b"after"]  # the same request, without METADATA_PUSH
     assert after == [] and closed
+
+
+@pytest.mark.docker
+def test_js1_resume_image_labels_and_unsupported_answer(rsocket_images: dict[str, str]) -> None:
+    labels = docker.from_env().images.get(rsocket_images[JS1_RESUME]).labels
+    assert LABEL_PROTOCOLS not in labels  # `conformance matrix` and `interop` leave it out
+    assert labels[LABEL_ROLES] == "server" and labels[LABEL_VERSION] == "1.0.0-alpha.3"
+    check_unsupported_answer(rsocket_images[JS1_RESUME], "rsocket")
+
+
+TOKEN = b"probe-token"
+
+
+def _setup(flags: int) -> bytes:
+    """SETUP 1.0 with the resume token (R 0x80, L 0x40), keepalive 30 s, lifetime 90 s, text/plain."""
+    return (bytes.fromhex("00000000") + (0x0400 | flags).to_bytes(2, "big") + bytes.fromhex("0001" "0000"
+            "00007530" "00015f90") + len(TOKEN).to_bytes(2, "big") + TOKEN + b"\x0atext/plain\x0atext/plain")
+
+
+def _resume(major: int, server_position: int) -> bytes:
+    """RESUME (type 0x0D) of version MAJOR.0 for TOKEN: last received server position, first client position 0."""
+    return (bytes.fromhex("00000000" "3400") + major.to_bytes(2, "big") + bytes(2) + len(TOKEN).to_bytes(2, "big")
+            + TOKEN + server_position.to_bytes(8, "big") + bytes(8))
+
+
+def _refused(port: int, seconds: float) -> bool:
+    """Whether a connection to PORT is refused (no server any more) within SECONDS."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except ConnectionRefusedError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.docker
+def test_finding_js1_refused_resumable_setup_ends_the_server(rsocket_images: dict[str, str]) -> None:
+    """F-JS1-11: with resumption on, a SETUP with L and R is refused, and then the server process is gone;
+    a SETUP with R alone is served, and the server stays."""
+    with ContainerTarget(rsocket_images[JS1_RESUME], "rsocket") as target:
+        served, _ = _exchange(target.port, [_setup(0x80), REQUEST_RESPONSE_ECHO])
+        assert served == [bytes.fromhex("00000003" "2860") + b"after"]
+        assert not _refused(target.port, 1)
+        received, _ = _exchange(target.port, [_setup(0x80 | 0x40)])
+        assert received == [bytes.fromhex("00000000" "2c00" "00000003") + b"Lease has to be disabled"]
+        assert _refused(target.port, 5), target.logs()[-3000:]
+        assert "Cannot read properties of undefined (reading 'pause')" in target.logs()
+
+
+@pytest.mark.docker
+def test_finding_js1_resume_of_another_version_is_resumed(rsocket_images: dict[str, str]) -> None:
+    """F-JS1-14: a RESUME of version 2.0 gets RESUME_OK; the same RESUME of version 1.0 is the control."""
+    echo = bytes.fromhex("00000001" "1000") + b"echo:v1"  # 6 + 7 = 13 bytes the server receives
+    answer = bytes.fromhex("00000001" "2860") + b"v1"  # 6 + 2 = 8 bytes the server sends
+    with ContainerTarget(rsocket_images[JS1_RESUME], "rsocket") as target:
+        first, _ = _exchange(target.port, [_setup(0x80), echo])
+        assert first == [answer]
+        resumed, _ = _exchange(target.port, [_resume(2, 8)])
+    assert resumed == [bytes.fromhex("00000000" "3800") + (13).to_bytes(8, "big")]  # RESUME_OK, position 13
 
 
 @pytest.mark.docker

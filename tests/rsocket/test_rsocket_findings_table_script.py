@@ -50,3 +50,29 @@ def test_a_cell_names_its_references_beside_every_grade_but_passed() -> None:
     assert table.cell_text({"tcp": "FAILED", "ws": "PASSED"}, ["F-X-1"]) == "tcp: FAILED (F-X-1); ws: PASSED"
     assert table.cell_text({"tcp": "INFORMATIONAL"}, ["N-X-1"]) == "INFORMATIONAL (N-X-1)"
     assert table.cell_text({"tcp": "PASSED"}, ["F-X-1"]) == "PASSED"
+
+
+def test_a_variant_run_grades_the_cases_it_ran_in_its_library_column(tmp_path: Path) -> None:
+    column = "rsocket-js 1.0.0-alpha.3"
+    (name, _), [(variant, image, keyword)] = table.LIBRARIES[column], table.VARIANTS[column]
+    assert variant != name and "resume" in image and keyword == "rsocket/handshake/resume-"
+    _write(tmp_path / name, [_record("handshake/resume-requested", "tcp", "UNSUPPORTED"),
+                             _record("handshake/setup-then-request", "tcp", "PASSED")])
+    _write(tmp_path / variant, [_record("handshake/resume-requested", "tcp", "PASSED"),
+                                _record("handshake/resume-after-setup", "tcp", "ERROR")])
+    _write(tmp_path / f"{variant}.rerun-00", [_record("handshake/resume-after-setup", "tcp", "NON-STRICT")])
+    assert table.column_grades(tmp_path, column) == {
+        "rsocket/handshake/resume-requested": {"tcp": "PASSED"},
+        "rsocket/handshake/setup-then-request": {"tcp": "PASSED"},
+        "rsocket/handshake/resume-after-setup": {"tcp": "NON-STRICT"}}
+    # each run in order, the variant right after its library's, with its -k expression
+    runs = table._runs()
+    at = runs.index((column, name, table.LIBRARIES[column][1], None))
+    assert runs[at + 1] == (column, variant, image, keyword)
+
+
+def test_whether_a_cell_passes_ignores_the_references_in_brackets() -> None:
+    assert table._passes("PASSED") and table._passes("INFORMATIONAL (N-JS0-2)")
+    assert table._passes("tcp: PASSED; ws: INFORMATIONAL (N-X-1)")
+    assert not table._passes("UNSUPPORTED (N-JS1-1, F-JS1-11)") and not table._passes("tcp: PASSED; ws: FAILED (F-X-1)")
+    assert not table._passes("")

@@ -2,6 +2,8 @@
 # The rsocket-js 1.0.0-alpha.3 peer (rsocket_js1_peer.js) (thirdparty/) behind the image contract (docs/image-contract.md): RSocket, both roles.
 # Server: the profile's test service on 127.0.0.1:PORT over TRANSPORT (tcp or ws).
 # Client: TESTCASE (request-response, stream, channel, fnf, metadata-push, fragmented) against SERVER_URL.
+# RSOCKET_RESUME_MS (optional, server): the library's server resumption on, a session kept that long
+# without a connection (the rsocket-js-1.0-resume image sets it; docs/image-contract.md).
 set -eu
 
 UNSUPPORTED=127
@@ -30,6 +32,11 @@ server)
     tcp|ws) ;;
     *) say "TRANSPORT must be tcp or ws, not $TRANSPORT"; exit 2 ;;
     esac
+    if [ -n "${RSOCKET_RESUME_MS:-}" ]; then
+        say "ROLE=server PORT=$PORT TRANSPORT=${TRANSPORT:-tcp} RSOCKET_RESUME_MS=$RSOCKET_RESUME_MS"
+        exec node /opt/peer/thirdparty/rsocket_js1_peer.js server --transport "${TRANSPORT:-tcp}" --port "$PORT" \
+            --resume "$RSOCKET_RESUME_MS"
+    fi
     say "ROLE=server PORT=$PORT TRANSPORT=${TRANSPORT:-tcp}"
     exec node /opt/peer/thirdparty/rsocket_js1_peer.js server --transport "${TRANSPORT:-tcp}" --port "$PORT"
     ;;
