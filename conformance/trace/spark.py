@@ -2,7 +2,8 @@
 
 Work is split by file, then by connection: each file is read on an executor into its TCP
 segments, keyed by (file, the connection's two endpoints), so one file's flows spread over
-partitions; each connection's segments are then sorted back into capture order and run through
+partitions (as many as the captures' size asks, so that an executor's memory does not grow with
+them); each connection's segments are then sorted back into capture order and run through
 the same reassembler and observers as the single-process checker (check.check_segments).  The
 output is what `--records` writes (one record per finding or note) plus a summary per
 implementation, under ``--out`` (a local path or a URI, as for `conformance report`).
@@ -26,6 +27,21 @@ from conformance.trace.check import FileResult, check_segments
 from conformance.trace.packets import CaptureProblem, ReadStats, Segment, read_segments
 
 _PROBLEM = "~problem"  # key of a file's problem lines, sorted apart from connections
+#: capture bytes per partition of the grouped connections: a Python worker holds a partition's
+#: groups while it checks them, so the partitions follow the input's size and memory stays flat
+BYTES_PER_PARTITION = 32 * 2**20
+
+
+def _partitions(on_disk: list[tuple[str, str]], remote: list[str], parallelism: int) -> int:
+    """Enough partitions that each holds about BYTES_PER_PARTITION of captures (remote files, whose
+    sizes the driver does not read, count as one partition each), and at least the cores."""
+    size = 0
+    for _, path in on_disk:
+        try:
+            size += os.path.getsize(path)
+        except OSError:
+            pass  # the executor that reads it reports the problem
+    return max(parallelism, 2, -(-size // BYTES_PER_PARTITION) + len(remote))
 
 
 def _segments_of(path: str, local: Path | None, data: bytes | None):
@@ -95,7 +111,7 @@ def run_spark(args, ports: dict[int, str], params: dict[str, int]) -> int:
         if remote:
             pairs = pairs.union(sc.binaryFiles(",".join(remote)).flatMap(lambda f: _segments_of(f[0], None, f[1])))
         run, time, default, impl = new_run_id(), utc_now(), args.protocol, args.impl_name
-        rows = (pairs.groupByKey(max(sc.defaultParallelism, 2))
+        rows = (pairs.groupByKey(_partitions(on_disk, remote, sc.defaultParallelism))
                 .flatMap(lambda item: _check_group(item, ports, default, params, run, time, impl))
                 .collect())
         return _write(args, rows, FileSystems(spark), child)
