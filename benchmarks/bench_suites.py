@@ -393,7 +393,9 @@ def jobs_table(protocols: list[str], runs: int, out: Path, markdown: bool) -> No
 
     A run's wall includes a fixed cost (start-up, collection, reports: about a second) that a short
     suite cannot hide; the case wall (first case start to last case end, from the scheduler's spans)
-    leaves it out, so both ratios to the longest case are printed, and the fixed cost beside them."""
+    leaves it out, so both ratios to the longest case are printed, and the fixed cost beside them;
+    and the wall of a run of the longest case alone (`-k` that case, start-up and reports included),
+    the floor a user of `conformance run` can meet, with the whole run's wall over it."""
     serial: dict[str, list[SuiteRun]] = {}
     auto: dict[str, list[SuiteRun]] = {}
     runs_of = [(p, p) for p in protocols] + ([("all", " ".join(protocols))] if len(protocols) > 1 else [])
@@ -406,10 +408,11 @@ def jobs_table(protocols: list[str], runs: int, out: Path, markdown: bool) -> No
                       f"{len(run.records)} results, exit {run.code}, load {run.load}", flush=True)
     header = ("protocol", "results", "serial wall", "--jobs auto wall", "speed-up", "designed waits",
               "longest case", "auto case wall", "fixed cost (auto wall - case wall)", "auto wall / longest case",
-              "auto case wall / longest case", "auto wall / designed waits", "auto CPU (user+sys)", "same grades",
+              "auto case wall / longest case", "longest case alone (process wall)", "auto wall / longest case alone",
+              "auto wall / designed waits", "auto CPU (user+sys)", "same grades",
               "load (1 min, before -> after)")
     if markdown:
-        print("\n| " + " | ".join(header) + " |\n|---|" + "---:|" * 12 + "---|---|")
+        print("\n| " + " | ".join(header) + " |\n|---|" + "---:|" * 14 + "---|---|")
     else:
         print()
     waits_of: dict[str, float] = {}
@@ -421,6 +424,16 @@ def jobs_table(protocols: list[str], runs: int, out: Path, markdown: bool) -> No
         longest_of[protocol] = longest
     waits_of["all"] = sum(waits_of[p] for p in protocols)
     longest_of["all"] = max(longest_of[p] for p in protocols)
+    # the floor as a user meets it: `conformance run P -k <the longest case>` alone, start-up and
+    # reports included (on each transport the case has, at once), beside the whole run's wall
+    alone_of: dict[str, float] = {}
+    for protocol in protocols:
+        case = longest_of[protocol][1].split(" [")[0]
+        alone = [run_suite(protocol, "ref", out / "jobs" / protocol / "alone" / f"run-{n}", keyword=case, jobs="auto")
+                 for n in range(runs)]
+        alone_of[protocol] = _median([r.wall for r in alone])
+        print(f"{protocol}: the longest case alone ({case}): {alone_of[protocol]:.1f} s wall", file=sys.stderr, flush=True)
+    alone_of["all"] = max(alone_of[p] for p in protocols)
     for name, _ in runs_of:
         s_wall, a_wall = _median([r.wall for r in serial[name]]), _median([r.wall for r in auto[name]])
         case_walls = [r.case_wall for r in auto[name] if r.case_wall is not None]
@@ -434,6 +447,7 @@ def jobs_table(protocols: list[str], runs: int, out: Path, markdown: bool) -> No
                f"{a_wall - a_cases:.1f} s" if a_cases is not None else "-",
                f"{a_wall / longest:.2f}" if longest else "-",
                f"{a_cases / longest:.2f}" if longest and a_cases is not None else "-",
+               f"{alone_of[name]:.1f} s", f"{a_wall / alone_of[name]:.2f}" if alone_of[name] else "-",
                f"{a_wall / waits:.2f}" if waits else "-", f"{a_cpu:.1f} s",
                "yes" if same else "NO", "; ".join(r.load for r in auto[name]))
         if markdown:
