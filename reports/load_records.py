@@ -111,7 +111,9 @@ def read_records(spark: SparkSession, files: list[str], schema: dict[str, Any]) 
             F.col(f"_s_{name}")
             if kind == "string"
             # the fast path's number is its text's: the same value the VARIANT holds
-            else F.when(F.col("_fast"), fast_number(name, kind)).otherwise(F.try_variant_get(F.col("_f")[name], "$", kind))
+            else F.when(F.col("_fast"), fast_number(name, kind)).otherwise(
+                F.try_variant_get(F.col("_f")[name], "$", kind)
+            )
         ).alias(name)
         for name, kind in (
             (n, _spark_type(fs, schema).replace("void", "string")) for n, fs in schema["properties"].items()

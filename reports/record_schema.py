@@ -9,6 +9,10 @@ Values arrive as Spark VARIANTs (``try_parse_json``), which keep the JSON
 type of every field: the plain JSON reader would turn the number 1 into the
 string "1" and so could not tell an ill-typed field from a good one.
 
+Lines as the writers write them take a fast path (``fast_line_pattern``):
+one regular expression proves the line's shape and every field's JSON type,
+and only the lines it rejects are parsed into VARIANTs.
+
 The checks are built as SQL text: composing them from Column objects costs
 thousands of round trips to the JVM for the same expression.
 """
@@ -203,7 +207,8 @@ class _FastField(_Field):
     number come from the string-typed parse."""
 
     def __init__(self, name: str, spark_type: str, nullable: bool) -> None:
-        self.type = f"'{spark_type}'" if not nullable else f"(CASE WHEN `_s_{name}` IS NULL THEN 'VOID' ELSE '{spark_type}' END)"
+        known = f"'{spark_type}'"
+        self.type = f"(CASE WHEN `_s_{name}` IS NULL THEN 'VOID' ELSE {known} END)" if nullable else known
         self.text = f"`_s_{name}`"
         self.number = f"try_cast(`_s_{name}` AS DOUBLE)"
 
