@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from reports.inputs import is_parquet
-from reports.record_schema import JSON_OPTIONS, field_columns, fields_struct, record_error
+from reports.record_schema import fast_number, field_columns, record_error
 
 RAW_CHARS_KEPT = 300
 
@@ -103,11 +103,18 @@ def read_records(spark: SparkSession, files: list[str], schema: dict[str, Any]) 
     if not files:
         raise ValueError("no records files to read")
     lines = numbered_lines(spark, [str(f) for f in files]).where(F.trim("value") != "")
-    staged = lines.withColumn("_f", F.from_json("value", fields_struct(schema), JSON_OPTIONS))
+    staged = lines
     for columns in field_columns(schema, "_f", "value"):
         staged = staged.select("*", *columns)
     typed = [
-        (F.col(f"_s_{name}") if kind == "string" else F.try_variant_get(F.col("_f")[name], "$", kind)).alias(name)
+        (
+            F.col(f"_s_{name}")
+            if kind == "string"
+            # the fast path's number is its text's: the same value the VARIANT holds
+            else F.when(F.col("_fast"), fast_number(name, kind)).otherwise(
+                F.try_variant_get(F.col("_f")[name], "$", kind)
+            )
+        ).alias(name)
         for name, kind in (
             (n, _spark_type(fs, schema).replace("void", "string")) for n, fs in schema["properties"].items()
         )

@@ -30,10 +30,14 @@ def write_table(fs: FileSystems, frame: DataFrame, out: str, name: str) -> dict[
     else:
         frame.write.mode("overwrite").parquet(parquet_dir)
     json_dir = child(out, "json", name)
-    # The tables are aggregates; one file per table is easier to consume, and
-    # repartition (not coalesce) keeps the work upstream of it parallel. The
-    # sort makes the same inputs give the same bytes.
-    single = frame.repartition(1).sortWithinPartitions(*total_order(frame))
+    # The tables are aggregates; one file per table is easier to consume. A
+    # cached table is small and already computed, so one task reads it
+    # (coalesce: no shuffle, no extra job); otherwise repartition (not
+    # coalesce) keeps the work upstream of it parallel. The sort makes the
+    # same inputs give the same bytes.
+    single = (frame.coalesce(1) if frame.is_cached else frame.repartition(1)).sortWithinPartitions(
+        *total_order(frame)
+    )
     single.write.mode("overwrite").option("ignoreNullFields", "false").json(json_dir)
     return {"parquet": parquet_dir, "json": json_dir}
 

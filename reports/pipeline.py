@@ -182,7 +182,8 @@ class _Report:
         self.stages.step(f"reading {len(self.found.records_files)} records file(s)")
         records = keep(read_records(self.spark, self.found.records_files, self.schema))
         valid = records.where(F.col("error").isNull())
-        invalid = records.where(F.col("error").isNotNull()).select("sourceFile", "line", "error", "raw")
+        # kept: listed, then written twice; a few rows, where scanning the records again would read all
+        invalid = keep(records.where(F.col("error").isNotNull()).select("sourceFile", "line", "error", "raw"))
         # Collected: one row of counts. This first pass over the records also fills their cache.
         is_valid = F.col("error").isNull()
         counted = records.agg(

@@ -9,6 +9,10 @@ Values arrive as Spark VARIANTs (``try_parse_json``), which keep the JSON
 type of every field: the plain JSON reader would turn the number 1 into the
 string "1" and so could not tell an ill-typed field from a good one.
 
+Lines as the writers write them take a fast path (``fast_line_pattern``):
+one regular expression proves the line's shape and every field's JSON type,
+and only the lines it rejects are parsed into VARIANTs.
+
 The checks are built as SQL text: composing them from Column objects costs
 thousands of round trips to the JVM for the same expression.
 """
@@ -172,25 +176,115 @@ def texts_struct(schema: dict[str, Any]) -> str:
     return "struct<" + ", ".join(f"`{name}`: string" for name in schema["properties"]) + ">"
 
 
+# A JSON value of one type, as the whole-line pattern of the fast path matches it. Possessive
+# quantifiers: the pattern never backtracks into a value, so it stays linear in the line.
+_JSON_VALUE = {
+    "string": r'"(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9A-Fa-f]{4}))*+"',
+    "integer": r"-?+(?:0|[1-9][0-9]*+)",
+    "number": r"-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+",
+    "null": "null",
+}
+_WS = "[ \t]*+"
+
+
+def _fast_type(schema: dict[str, Any], root: dict[str, Any]) -> tuple[str, str] | None:
+    """A field's (value pattern, SQL for its JSON type) in the fast path; None when its types are
+    ambiguous there (a string-typed parse cannot tell a string from a number)."""
+    types = _json_types(schema, root)
+    if "integer" in types and "number" in types:
+        types = types - {"integer"}
+    kinds = types - {"null"}
+    if len(kinds) != 1 or not kinds <= {"string", "integer", "number"}:
+        return None
+    (kind,) = kinds
+    spark_type = {"string": "STRING", "integer": "BIGINT", "number": "DOUBLE"}[kind]
+    pattern = "|".join(_JSON_VALUE[t] for t in [kind, *sorted(types & {"null"})])
+    return f"(?:{pattern})", spark_type
+
+
+class _FastField(_Field):
+    """A field in the fast path: its JSON type is known from the line's pattern, its text and
+    number come from the string-typed parse."""
+
+    def __init__(self, name: str, spark_type: str, nullable: bool) -> None:
+        known = f"'{spark_type}'"
+        self.type = f"(CASE WHEN `_s_{name}` IS NULL THEN 'VOID' ELSE {known} END)" if nullable else known
+        self.text = f"`_s_{name}`"
+        self.number = f"try_cast(`_s_{name}` AS DOUBLE)"
+
+
+def fast_line_pattern(schema: dict[str, Any]) -> str | None:
+    """A regular expression a line matches only if it is one JSON object holding exactly the
+    schema's fields, in schema order or sorted (as json.dumps(sort_keys=True) writes them), each
+    of a JSON type its field allows. None when some field's types cannot be told apart this way."""
+    values = {}
+    for name, field_schema in schema["properties"].items():
+        fast = _fast_type(field_schema, schema)
+        if fast is None:
+            return None
+        values[name] = fast[0]
+    orders = [list(schema["properties"]), sorted(schema["properties"])]
+    members = [
+        f"{_WS},{_WS}".join(f'"{name}"{_WS}:{_WS}{values[name]}' for name in order)
+        for order in ([orders[0]] if orders[0] == orders[1] else orders)
+    ]
+    return f"^{_WS}\\{{{_WS}(?:{'|'.join(f'(?:{m})' for m in members)}){_WS}\\}}{_WS}\\z"
+
+
+def fast_valid(schema: dict[str, Any]) -> str | None:
+    """SQL true for a line that matched fast_line_pattern (column ``_shape``) and whose fields pass
+    every check; the rest go through the full checks. Needs the ``_s_`` text columns."""
+    holds = []
+    for name, field_schema in schema["properties"].items():
+        fast = _fast_type(field_schema, schema)
+        if fast is None:
+            return None
+        f = _FastField(name, fast[1], "null" in _json_types(field_schema, schema))
+        holds.append(_all_hold(_violations(field_schema, schema, f)))
+    return " AND ".join(["`_shape`", *holds])
+
+
+def fast_number(name: str, kind: str) -> Column:
+    return F.expr(f"try_cast(`_s_{name}` AS {kind})")
+
+
 def field_columns(schema: dict[str, Any], fields: str, raw: str) -> list[list[Column]]:
     """Columns to add, one select per inner list, before ``record_error`` can run.
 
     Each field's JSON type, text and number are computed once in their own
     projection, and whether the record is valid in the next: inlined into
     the checks they would be repeated in every branch.
+
+    Fast path: a line written the usual way (exactly the schema's fields, in
+    schema or sorted order) is checked by one regular expression over the
+    line, which proves its shape and every field's JSON type, and by the
+    value checks over its string-typed parse. Only the other lines (``_fast``
+    false) are parsed into VARIANTs (``fields``) for the full per-field
+    checks, which also name what is wrong.
     """
-    # Every field's text, from a second parse of the line with string-typed fields: the checks
-    # read a field's text only where its JSON type is string, and there the two parses agree.
-    # Casting each VARIANT to string instead costs several times more than parsing the line again.
+    # Every field's text, from a parse of the line with string-typed fields: the checks
+    # read a field's text only where its JSON type is string, and there this and the VARIANT
+    # parse agree. Casting each VARIANT to string instead costs several times more.
     texts = F.from_json(F.col(raw), texts_struct(schema), JSON_OPTIONS).alias("_texts")
+    pattern, fast = fast_line_pattern(schema), fast_valid(schema)
+    shape = (F.col(raw).rlike(pattern) if pattern and fast else F.lit(False)).alias("_shape")
+    strings = [F.col("_texts")[name].alias(f"_s_{name}") for name in schema["properties"]]
+    is_fast = F.expr(fast if pattern and fast else "false").alias("_fast")
+    # The VARIANT parse, only for lines the fast path did not accept.
+    parsed = F.expr(
+        f"CASE WHEN `_fast` THEN NULL ELSE from_json(`{raw}`, {sql_string(fields_struct(schema))}, "
+        f"map({', '.join(f'{sql_string(k)}, {sql_string(v)}' for k, v in JSON_OPTIONS.items())})) END"
+    ).alias(fields)
     # JSON parsers stop after the first value, so '{...} junk' and two records
     # run together would pass; wrapped in brackets they are not one array element.
-    views: list[Column] = [F.expr(f"coalesce(json_array_length('[' || `{raw}` || ']') = 1, false)").alias("_single")]
+    views: list[Column] = [
+        F.expr(f"CASE WHEN `_fast` THEN true ELSE coalesce(json_array_length('[' || `{raw}` || ']') = 1, false) END")
+        .alias("_single")
+    ]
     for name, field_schema in schema["properties"].items():
         f = _Field(name, fields)
         types = _json_types(field_schema, schema)
         views.append(F.expr(f"schema_of_variant({f.variant})").alias(f"_t_{name}"))
-        views.append(F.col("_texts")[name].alias(f"_s_{name}"))
         if types & {"number", "integer"}:
             views.append(F.expr(f"try_variant_get({f.variant}, '$', 'double')").alias(f"_n_{name}"))
     required = set(schema.get("required", []))
@@ -200,8 +294,8 @@ def field_columns(schema: dict[str, Any], fields: str, raw: str) -> list[list[Co
         present = f"{f.variant} IS NOT NULL"
         rules = _all_hold(_violations(field_schema, schema, f))
         holds.append(f"({present} AND {rules})" if name in required else f"(NOT ({present}) OR {rules})")
-    valid = F.expr(" AND ".join(["`_single`", *holds])).alias("_valid")
-    return [[texts], views, [valid]]
+    valid = F.expr(f"CASE WHEN `_fast` THEN true ELSE {' AND '.join(['`_single`', *holds])} END").alias("_valid")
+    return [[texts, shape], strings, [is_fast], [parsed], views, [valid]]
 
 
 def record_error(schema: dict[str, Any], fields: str, raw: str) -> Column:

@@ -69,9 +69,11 @@ def default_settings(master: str) -> dict[str, str]:
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
     }
     # Validation compiles into methods over the JVM's 8 KB JIT limit; without
-    # this flag HotSpot leaves them interpreted, several times slower.
+    # this flag HotSpot leaves them interpreted, several times slower. The
+    # parallel collector: a batch job wants throughput, and G1's concurrent
+    # work cost about a tenth more CPU over the records (2026-11-26, BENCHMARKS.md).
     for role in ("driver", "executor"):
-        settings[f"spark.{role}.extraJavaOptions"] = "-XX:-DontCompileHugeMethods"
+        settings[f"spark.{role}.extraJavaOptions"] = "-XX:-DontCompileHugeMethods -XX:+UseParallelGC"
     if master.startswith("local"):
         # Keep an embedded Spark on loopback: no hostname lookups, no listening on other interfaces.
         settings.update({

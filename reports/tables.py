@@ -60,9 +60,10 @@ def _worst_per(frame: DataFrame, key: list[str]) -> DataFrame:
 def latest_cells(records: DataFrame) -> DataFrame:
     """Per implementation x case x transport: the record of the latest run that graded the case
     (the worst, if that run graded it twice on one transport)."""
-    cell = Window.partitionBy(*CASE_KEY)
-    latest_run = F.max_by("run", F.struct("ts", "run")).over(cell)
-    in_latest = records.withColumn("_latestRun", latest_run).where(F.col("run") == F.col("_latestRun"))
+    # An aggregate (one small row per case) joined back by broadcast, not a window over every
+    # record: only the latest runs' records, a sliver of the input, reach the shuffle that ranks them.
+    latest_run = records.groupBy(*CASE_KEY).agg(F.max_by("run", F.struct("ts", "run")).alias("run"))
+    in_latest = records.join(F.broadcast(latest_run), [*CASE_KEY, "run"])
     return _worst_per(in_latest, CELL_KEY).select(*MATRIX_COLUMNS)
 
 

@@ -114,12 +114,22 @@ def _variants() -> list[dict]:
     return out
 
 
-def test_spark_validation_agrees_with_jsonschema(spark, tmp_path: Path) -> None:
+# The ways a records line is written: schema order (as the dict is built), sorted keys (as
+# conformance.records writes), compact with raw non-ASCII. The first two take the fast path.
+_WRITERS = {
+    "schema order": json.dumps,
+    "sorted": lambda v: json.dumps(v, sort_keys=True),
+    "compact": lambda v: json.dumps(v, separators=(",", ":"), ensure_ascii=False),
+}
+
+
+@pytest.mark.parametrize("writer", list(_WRITERS))
+def test_spark_validation_agrees_with_jsonschema(spark, tmp_path: Path, writer: str) -> None:
     schema = json.loads(default_schema_path().read_text(encoding="utf-8"))
     validator = jsonschema.Draft202012Validator(schema)
-    variants = _variants()
+    variants = [*_variants(), {**_good(), "message": 'quote " backslash \\ tab \t \u00e9 \u2028 \U0001f600'}]
     path = tmp_path / "records.jsonl"
-    path.write_text("\n".join(json.dumps(v) for v in variants) + "\n", encoding="utf-8")
+    path.write_text("\n".join(_WRITERS[writer](v) for v in variants) + "\n", encoding="utf-8")
     errors = _errors(spark, [path])
     expected_valid = [validator.is_valid(v) for v in variants]
     got_valid = [errors[(str(path), i + 1)] is None for i in range(len(variants))]
@@ -155,3 +165,32 @@ def test_unsupported_schema_keywords_are_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="maxLength"):
         record_error(load_schema(path), "_f", "value")
+
+
+def test_fast_path_takes_well_formed_lines_and_only_them(spark) -> None:
+    """The whole-line pattern accepts a record as the writers write it, and sends anything unusual to
+    the full checks (which the jsonschema agreement above holds to the schema)."""
+    from pyspark.sql import functions as F
+
+    from reports.record_schema import fast_line_pattern
+
+    good = _good()
+    lines = {
+        "schema order": (json.dumps(good), True),
+        "sorted keys": (json.dumps(good, sort_keys=True), True),
+        "compact": (json.dumps(good, separators=(",", ":")), True),
+        "escapes": (json.dumps({**good, "message": 'a "b" \\ \u00e9'}), True),
+        "extra field": (json.dumps({**good, "extra": 1}), False),
+        "trailing junk": (json.dumps(good) + " x", False),
+        "two records": (json.dumps(good) * 2, False),
+        "number as string": (json.dumps({**good, "durationMs": "5"}), False),
+        "string as number": (json.dumps({**good, "run": 5}), False),
+        "null where not allowed": (json.dumps({**good, "grade": None}), False),
+        "missing field": (json.dumps({k: v for k, v in good.items() if k != "wirelog"}), False),
+        "duplicate key": (json.dumps(good)[:-1] + ', "wirelog": null}', False),
+        "single quotes": (json.dumps(good).replace('"', "'"), False),
+    }
+    pattern = fast_line_pattern(load_schema())
+    frame = spark.createDataFrame([(name, line) for name, (line, _) in lines.items()], "name string, line string")
+    got = {r.name: r.fast for r in frame.select("name", F.col("line").rlike(pattern).alias("fast")).collect()}
+    assert got == {name: expected for name, (_, expected) in lines.items()}
