@@ -30,6 +30,9 @@ _PROBLEM = "~problem"  # key of a file's problem lines, sorted apart from connec
 #: capture bytes per partition of the grouped connections: a Python worker holds a partition's
 #: groups while it checks them, so the partitions follow the input's size and memory stays flat
 BYTES_PER_PARTITION = 32 * 2**20
+#: a Python worker groups a task's segments in memory up to this before it spills them to disk;
+#: Spark's 512m a worker let the workers grow with the capture up to 1 GB on two cores
+WORKER_MEMORY = ("spark.python.worker.memory", "128m")
 
 
 def _partitions(on_disk: list[tuple[str, str]], remote: list[str], parallelism: int) -> int:
@@ -98,6 +101,7 @@ def run_spark(args, ports: dict[int, str], params: dict[str, int]) -> int:
         return 4
     try:
         conf = parse_conf(args.conf)
+        conf.setdefault(*WORKER_MEMORY)
     except ValueError as exc:
         print(f"conformance check-trace --spark: {exc}", file=sys.stderr)
         return 2
