@@ -43,8 +43,9 @@ class FaultProxy:
         self.tap: Callable[[str, bytes], None] | None = None
         #: when set, called once per accepted connection for that connection's tap (one monitor each)
         self.tap_for_connection: Callable[[], Callable[[str, bytes], None]] | None = None
-        #: when set, what is forwarded in place of each read (after the tap saw the original): the
-        #: interop matrix points MTL's 202 replies at a proxy of their own (conformance/images/interop_mtl.py)
+        #: when set, what is forwarded in place of each read (after the tap saw the original), and at the
+        #: end of a direction (b"") what it still holds: the interop matrix points MTL's 202 replies at a
+        #: proxy of their own (conformance/images/interop_mtl.py)
         self.rewrite: Callable[[str, bytes], Awaitable[bytes]] | None = None
 
     @classmethod
@@ -137,6 +138,9 @@ class FaultProxy:
                         await asyncio.sleep(delay or 0.0005)
             if tap is not None:
                 tap(direction, b"")
+            if self.rewrite is not None and (rest := await self.rewrite(direction, b"")):
+                writer.write(rest)  # what the rewrite held back, waiting for a frame's end that never came
+                await writer.drain()
             if writer.can_write_eof():
                 writer.write_eof()
         except (OSError, asyncio.CancelledError):

@@ -99,6 +99,11 @@ class LeasePortRewriter:
         del self._buffer[:at]
         return [piece for piece in out if not isinstance(piece, bytes) or piece]
 
+    def flush(self) -> bytes:
+        """At the end of the server's stream: the octets of a frame it never finished, as they came."""
+        rest, self._buffer = bytes(self._buffer), bytearray()
+        return rest
+
     def _pass(self, why: str, data: bytes) -> list[bytes]:
         self.passing, self.note = True, why
         return [data] if data else []
@@ -177,8 +182,10 @@ class MtlWireMonitor:
         self._log = log
 
         async def rewrite(direction: str, data: bytes) -> bytes:
-            if direction != "from-target" or not data:
+            if direction != "from-target":
                 return data
+            if not data:
+                return self._rewriter.flush()
             out = bytearray()
             for piece in self._rewriter.feed(data):
                 out += piece if isinstance(piece, bytes) else piece.with_port(await self._proxy_port(piece.port))

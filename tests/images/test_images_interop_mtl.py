@@ -105,3 +105,10 @@ def test_a_data_connection_rule_broken_by_the_server_is_named_in_the_verdict(tmp
     violation = case["violations"][0]
     assert violation.startswith("server broke mtl-response-without-command") and "data connection 2" in violation
     assert "VIOLATION data connection 2" in (tmp_path / case["wire"]).read_text()
+
+
+def test_a_frame_the_server_never_finishes_is_forwarded_at_the_end() -> None:
+    rewriter = LeasePortRewriter()
+    cut = NULL_GREETING + READY + b"\x00\x09abc"  # a 9-octet frame, 3 octets of it
+    assert b"".join(rewriter.feed(cut)) == NULL_GREETING + READY
+    assert rewriter.flush() == b"\x00\x09abc"
