@@ -18,7 +18,7 @@ import asyncio
 import random
 import socket
 import time
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from conformance.wirelog import WireLog
@@ -41,6 +41,12 @@ class FaultProxy:
         #: what each side really sent (the interop matrix checks it frame by frame); b"" when that side
         #: closed its end
         self.tap: Callable[[str, bytes], None] | None = None
+        #: when set, called once per accepted connection for that connection's tap (one monitor each)
+        self.tap_for_connection: Callable[[], Callable[[str, bytes], None]] | None = None
+        #: when set, what is forwarded in place of each read (after the tap saw the original), and at the
+        #: end of a direction (b"") what it still holds: the interop matrix points MTL's 202 replies at a
+        #: proxy of their own (conformance/images/interop_mtl.py)
+        self.rewrite: Callable[[str, bytes], Awaitable[bytes]] | None = None
 
     @classmethod
     async def start(cls, target_url: str, options: dict[str, Any], log: WireLog | None = None,
@@ -84,8 +90,9 @@ class FaultProxy:
             sock = w.get_extra_info("socket")
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        up = asyncio.ensure_future(self._pump(client_r, target_w, "to-target", client_w))
-        down = asyncio.ensure_future(self._pump(target_r, client_w, "from-target", target_w))
+        tap = self.tap_for_connection() if self.tap_for_connection is not None else self.tap
+        up = asyncio.ensure_future(self._pump(client_r, target_w, "to-target", client_w, tap))
+        down = asyncio.ensure_future(self._pump(target_r, client_w, "from-target", target_w, tap))
         self._tasks.update((up, down))
         await asyncio.gather(up, down, return_exceptions=True)
         self._tasks.difference_update((up, down))
@@ -102,7 +109,7 @@ class FaultProxy:
             offset += size
 
     async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, direction: str,
-                    other: asyncio.StreamWriter) -> None:
+                    other: asyncio.StreamWriter, tap: Callable[[str, bytes], None] | None) -> None:
         faulty = self._applies(direction)
         cut = self.options.get("cut_after_bytes") if faulty else None
         delay = self.options.get("delay_ms", 0) / 1000 if faulty else 0
@@ -111,8 +118,10 @@ class FaultProxy:
         forwarded = 0
         try:
             async for data in reads:
-                if self.tap is not None:
-                    self.tap(direction, data)
+                if tap is not None:
+                    tap(direction, data)
+                if self.rewrite is not None:
+                    data = await self.rewrite(direction, data)
                 for piece in (self._pieces(data) if faulty else (data,)):
                     if cut is not None and forwarded + len(piece) >= cut:
                         writer.write(piece[:cut - forwarded])
@@ -127,8 +136,11 @@ class FaultProxy:
                     if chunked:
                         # a pause, even a tiny one, lets each piece leave as its own segment
                         await asyncio.sleep(delay or 0.0005)
-            if self.tap is not None:
-                self.tap(direction, b"")
+            if tap is not None:
+                tap(direction, b"")
+            if self.rewrite is not None and (rest := await self.rewrite(direction, b"")):
+                writer.write(rest)  # what the rewrite held back, waiting for a frame's end that never came
+                await writer.drain()
             if writer.can_write_eof():
                 writer.write_eof()
         except (OSError, asyncio.CancelledError):

@@ -8,6 +8,8 @@ in the way of the QUIC interop runner, through the suite's proxy, which checks e
 mc0 and MTL (conformance/images/interop_zmtp.py) are checked by ZMTP monitors
 (reference_impl/zmtp/monitor.py with reference_impl/mc0/monitor.py and reference_impl/mtl/monitor.py):
 under CURVE the content is encrypted and only the ZMTP layer is checked (a case's notes say so).
+MTL's data connections cross proxies of their own, each with its own monitor: the control proxy
+points every 202 reply's port at one (conformance/images/interop_mtl.py; the log says so).
 An implementation without a client role has the row "no client in this implementation" (and
 likewise for servers).
 
@@ -202,16 +204,21 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
 
     proxy = await FaultProxy.start(server.url, {}, log)
     proxy.tap = tap
+    follow = getattr(monitor, "follow", None)  # connections a reply points to (MTL's data ports) get proxies too
+    if follow is not None:
+        proxy.rewrite = follow(log)
     error = None
     try:
         code, client_log = await _run_client(client, proto, protocol, case, proxy.url_for(server.url))
         await asyncio.sleep(SETTLE_SECONDS)
     finally:
         await proxy.close()
+        if follow is not None:
+            await monitor.aclose()
     if code is None:
         error = "the client did not exit in time"
-    elif proxy.upstream_error:
-        error = proxy.upstream_error
+    elif proxy.upstream_error or getattr(monitor, "upstream_error", None):
+        error = proxy.upstream_error or monitor.upstream_error
     kept_wrong = await proto.server_check(case, server.url) if code == 0 and error is None else None
     if kept_wrong:
         log.note(f"server check: {kept_wrong}")
@@ -221,6 +228,8 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
     notes = list(getattr(monitor, "notes", []))  # what the monitor could not check, and why
     if hasattr(monitor, "messages"):
         log.note(f"monitor: read {monitor.frames} frames, {monitor.messages} messages")
+    if hasattr(monitor, "data"):
+        log.note(f"monitor: {len(monitor.data)} data connections, {monitor.data_frames} of those frames theirs")
     for note in notes:
         log.note(f"monitor: {note}")
     sides = {v.side.value for v in monitor.violations}

@@ -5,8 +5,9 @@ keys: CONNECT, SUB a topic, PUT to it, the MESSAGE comes back with the body), ag
 reference broker and the pyzmq broker (a server only).  MTL: the reference client's cases
 (``test-profile``, ``scram``) and the pyzmq client's (``test-and-confirm``) against the
 reference server (pyzmq-mtl is a client only); a client answers 127 to the other's cases.  The
-monitor sees MTL's control connection: the data connections go to the port a 202 reply names,
-not through the proxy.
+MTL monitor (conformance/images/interop_mtl.py) sees the control connection and every data
+connection: the proxy rewrites the port each 202 reply names to a proxy of its own in front of
+the server's data port, and checks each data connection with the data codec and its order rules.
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ async def _mtl_client(case: str, url: str, log: Callable[[str], None]) -> int:
 
 def mtl() -> InteropProtocol:
     from reference_impl.mtl.client import CLIENT_TESTCASES
-    from reference_impl.mtl.monitor import ControlMonitor, Side
+    from conformance.images.interop_mtl import MtlWireMonitor
+    from reference_impl.mtl.monitor import Side
     from reference_impl.mtl.server import start_server
     return InteropProtocol(cases=(*CLIENT_TESTCASES, "test-and-confirm"), start_reference_server=start_server,
-                           run_reference_client=_mtl_client, monitor=ControlMonitor, side_of=Side,
+                           run_reference_client=_mtl_client, monitor=MtlWireMonitor, side_of=Side,
                            server_check=_no_server_check)

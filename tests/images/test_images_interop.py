@@ -156,5 +156,7 @@ def test_mtl_interop_pyzmq_client_against_the_reference_server(pyzmq_images: dic
     assert cases["test-profile"]["verdict"] == "unsupported"  # the pyzmq client runs its one case only
     assert cases["test-and-confirm"]["verdict"] == "passed", cases
     wire = (tmp_path / cases["test-and-confirm"]["wire"]).read_text()
-    # the control connection went through the monitor, message by message
+    # the control connection went through the monitor, message by message, and so did the data connections
     assert "violation:" not in wire and re.search(r"monitor: read \d+ frames, [1-9]\d* messages", wire)
+    assert re.search(r"monitor: [1-9]\d* data connections, [1-9]\d* of those frames theirs", wire), wire[-3000:]
+    assert "the 202 reply's data port" in wire

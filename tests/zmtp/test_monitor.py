@@ -1,10 +1,10 @@
-"""The ZMTP wire monitors (zmtp, mc0 and MTL control) on hand-made bytes: the greeting and frames
+"""The ZMTP wire monitors (zmtp, mc0, MTL control and data) on hand-made bytes: the greeting and frames
 are written out octet by octet from RFC 23/26, not produced by the reference's encoders."""
 
 from __future__ import annotations
 
 from reference_impl.mc0.monitor import Mc0Monitor
-from reference_impl.mtl.monitor import ControlMonitor
+from reference_impl.mtl.monitor import ControlMonitor, DataMonitor
 from reference_impl.zmtp.monitor import Side, ZmtpMonitor
 
 CLIENT, SERVER = Side.CLIENT, Side.SERVER
@@ -120,3 +120,36 @@ def test_mtl_control_keeps_req_lock_step_and_status_codes() -> None:
     monitor.feed(CLIENT, message(b"", b"Connection.Open", b"{not json"))
     assert rules(monitor) == [("server", "mtl-reply-without-request"), ("client", "mtl-request-before-reply"),
                               ("server", "mtl-bad-code"), ("client", "mtl-bad-json")]
+
+
+def seq(n: int) -> bytes:
+    return n.to_bytes(8, "big")  # 11/MTL "Integer": 8 octets, big-endian
+
+
+def test_mtl_data_responses_echo_a_command_and_content_needs_a_summon() -> None:
+    monitor = DataMonitor()
+    null_session(monitor)
+    monitor.feed(CLIENT, message(b"\x01" + seq(1) + b"\x03abc", b""))  # Lease 1 "abc"
+    monitor.feed(SERVER, message(b"\x02" + seq(1), b"200"))
+    monitor.feed(CLIENT, message(b"\x03" + seq(2) + b"\x01r", b""))  # Summon 2 "r"
+    monitor.feed(SERVER, message(b"\x05" + seq(1) + b"\x01r" + b"\x00\x00", b"early"))  # Content before the 200
+    monitor.feed(SERVER, message(b"\x02" + seq(2), b"200"))
+    monitor.feed(SERVER, message(b"\x05" + seq(2) + b"\x01r" + b"\x00\x00", b"fine"))
+    assert rules(monitor) == [("server", "mtl-content-not-summoned")]
+    monitor.feed(SERVER, message(b"\x02" + seq(2), b"200"))  # answered already
+    monitor.feed(CLIENT, message(b"\x04" + seq(3) + b"\x01r", b""))  # Dismiss 3 "r"
+    monitor.feed(SERVER, message(b"\x05" + seq(3) + b"\x01r" + b"\x00\x00", b"in flight"))  # before the 200: allowed
+    monitor.feed(SERVER, message(b"\x02" + seq(3), b"200"))
+    monitor.feed(SERVER, message(b"\x05" + seq(4) + b"\x01r" + b"\x00\x00", b"late"))
+    monitor.feed(CLIENT, message(b"\x06" + seq(1) + b"\x02", b""))  # Confirm with Boolean 2
+    assert rules(monitor) == [("server", "mtl-content-not-summoned"), ("server", "mtl-response-without-command"),
+                              ("server", "mtl-content-not-summoned"), ("client", "mtl-data-bad-boolean")]
+    assert monitor.messages == 12
+
+
+def test_mtl_data_a_refused_content_may_get_a_response() -> None:
+    monitor = DataMonitor()
+    null_session(monitor)
+    monitor.feed(CLIENT, message(b"\x05" + seq(1) + b"\x00" + b"\x00\x00", b"before the lease"))
+    monitor.feed(SERVER, message(b"\x02" + seq(1), b"403"))  # docs/profiles/mtl.md "Leases"
+    assert monitor.violations == []
