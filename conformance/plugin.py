@@ -60,7 +60,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="cases run at once, each on its own connections; auto (the default): "
                          f"{AUTO_JOBS} against ref and the project's own images, 1 against any other target. "
                          "Cases marked serial (shared target state) never overlap (against ref: each gets a "
-                         "server of its own), nor heavy cases and paced ones (fault proxy); results are reported in "
+                         "server of its own), nor heavy cases and paced ones (fault proxy, keep-alive); results are reported in "
                          "pytest's order")
 
 
