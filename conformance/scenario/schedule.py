@@ -16,8 +16,9 @@ A heavy case (its steps send or expect at least ``HEAVY_FRAMES`` frames, counted
 and macros) keeps a CPU busy for seconds, the suite's and, in-process, the target's.  A paced case
 runs through the fault proxy: its bytes cross two event loops a chunk (down to a byte) at a time,
 hundreds of steps one after another against one of the target's read timeouts, and a busy CPU makes
-each step late; so does a case that keeps a connection alive at its own pace against one of the
-target's timeouts (`keep_alive`: NOOPs every 75 ms against a 300 ms TTL), which counts as paced.
+each step late; so does a case that keeps a connection alive at a tight pace of its own against
+one of the target's timeouts (`keep_alive` under ``TIGHT_PACE_MS``: NOOPs every 75 ms against a
+300 ms TTL), which counts as paced.
 So heavy and paced cases never overlap; every other case runs beside either (most
 of them wait on the target and spend little CPU: a starved step is milliseconds late, and their
 windows are seconds).  Paced cases go first, and one waiting holds new heavy ones back: they are
@@ -72,7 +73,7 @@ class Demand:
 
     frames: int = 0  # sent or expected, repeats multiplied out
     wait_ms: float = 0.0  # silences, sleeps, keep-alives and close windows: what it waits by design, at most
-    paced: bool = False  # through the fault proxy, or keeping a connection alive at its own pace
+    paced: bool = False  # through the fault proxy, or keeping a connection alive at a tight pace
 
     @property
     def heavy(self) -> bool:
@@ -86,19 +87,26 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 def case_demand(steps: list[dict[str, Any]], macros: dict[str, list[dict[str, Any]]],
                 params: dict[str, int] | None = None, fault: Any = None) -> Demand:
     frames, wait_ms = _walk(steps, macros, params or {}, 0)
-    return Demand(frames, wait_ms, bool(fault) or _keeps_alive(steps, macros, 0))
+    return Demand(frames, wait_ms, bool(fault) or _tight_keep_alive(steps, macros, params or {}, 0))
 
 
-def _keeps_alive(steps: list[dict[str, Any]], macros: dict[str, list[dict[str, Any]]], depth: int) -> bool:
-    """Whether a case keeps a connection alive at its own pace against one of the target's timeouts
-    (NOOPs every 75 ms against a 300 ms TTL): a heavy case beside it could hold that pace up past
-    the timeout, so it counts as paced."""
+#: a keep_alive paced faster than this has little margin against the target's timeout (NOOPs every
+#: 75 ms against a 300 ms TTL); the default pace, a second, has seconds of it
+TIGHT_PACE_MS = 500
+
+
+def _tight_keep_alive(steps: list[dict[str, Any]], macros: dict[str, list[dict[str, Any]]],
+                      params: dict[str, int], depth: int) -> bool:
+    """Whether a case keeps a connection alive at a tight pace of its own against one of the
+    target's timeouts: a heavy case beside it could hold that pace up past the timeout, so it
+    counts as paced."""
     for step in steps:
-        if "keep_alive" in step:
-            return True
+        if isinstance(step.get("keep_alive"), dict) and "every_ms" in step["keep_alive"]:
+            if 0 < _ms(step["keep_alive"]["every_ms"], params) < TIGHT_PACE_MS:
+                return True
         inner = step["repeat"].get("steps", []) if isinstance(step.get("repeat"), dict) else \
             macros.get(step.get("macro"), []) if depth < 4 else []
-        if inner and _keeps_alive(inner, macros, depth + 1):
+        if inner and _tight_keep_alive(inner, macros, params, depth + 1):
             return True
     return False
 

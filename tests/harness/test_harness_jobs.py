@@ -142,10 +142,11 @@ def test_case_demand_reads_waits_frames_and_the_fault_proxy_from_the_steps():
              {"keep_alive": {"send": {}, "for_ms": 500}}, {"expect_close": {"within_ms": "= t * 2"}},
              {"expect_silence": {"for_ms": "= saved_later"}}]  # not known before the case runs: 0
     demand = case_demand(steps, {"m": [{"expect": {}}, {"sleep_ms": 5}]}, {"silence_ms": 300, "t": 1000})
-    assert demand == Demand(frames=4, wait_ms=5 + 400 + 30 + 500 + 2000, paced=True)  # the keep_alive
+    assert demand == Demand(frames=4, wait_ms=5 + 400 + 30 + 500 + 2000, paced=False)  # the default pace: 1 s
     assert not demand.heavy and case_demand([], {}, fault={"chunk": 1}).paced
-    assert not case_demand([s for s in steps if "keep_alive" not in s], {"m": []}, {"silence_ms": 300}).paced
+    # a keep-alive paced tighter than TIGHT_PACE_MS races the target's timeout: paced, even in a macro
     assert case_demand([{"macro": "k"}], {"k": [{"keep_alive": {"send": {}, "every_ms": 75, "for_ms": 600}}]}).paced
+    assert not case_demand([{"keep_alive": {"send": {}, "every_ms": "t", "for_ms": 600}}], {}, {"t": 1000}).paced
     assert case_demand([{"repeat": {"count": HEAVY_FRAMES, "steps": [{"send": {}}]}}], {}).heavy
 
 
