@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import io
 import json
@@ -113,42 +114,42 @@ def bench_runner(n: int) -> list[float]:
     return asyncio.run(main())
 
 
-def bench_plugin(n: int, profile: cProfile.Profile | None = None) -> list[float]:
+@contextlib.contextmanager
+def _scheduled_cases():
+    """A function that hands one trivial case to a one-slot scheduler (the plugin's way, the
+    reference server in its own thread) and returns its future; scheduler and server stopped after."""
     case, adapter = trivial_case(), adapter_for("stmp")
     target = RefTarget()
     scheduler = CaseScheduler(1)
     try:
-        url = target.endpoint("stmp", "tcp")
-        params = target.params("stmp")
-        times = []
-        if profile is not None:
-            profile.enable()
-        for _ in range(n):
-            started = time.perf_counter()
-            runner = CaseRunner(case, adapter, "tcp", params)
-            result = scheduler.submit(CASE_ID, None, partial(runner.against_server, url)).result()
-            times.append(time.perf_counter() - started)
-            assert result.grade is Grade.PASSED, result.message
-        if profile is not None:
-            profile.disable()
-        return times
+        url, params = target.endpoint("stmp", "tcp"), target.params("stmp")
+        yield lambda: scheduler.submit(CASE_ID, None, partial(CaseRunner(case, adapter, "tcp", params).against_server, url))
     finally:
         scheduler.close()
         target.close()
 
 
+def bench_plugin(n: int, profile: cProfile.Profile | None = None) -> list[float]:
+    with _scheduled_cases() as submit:
+        times = []
+        if profile is not None:
+            profile.enable()
+        for _ in range(n):
+            started = time.perf_counter()
+            result = submit().result()
+            times.append(time.perf_counter() - started)
+            assert result.grade is Grade.PASSED, result.message
+        if profile is not None:
+            profile.disable()
+        return times
+
+
 def bench_batch(n: int) -> list[float]:
     """The n cases handed to the scheduler at once, as the plugin does with --jobs above 1 (one slot
     here, so they still run one after another): the time between consecutive results."""
-    case, adapter = trivial_case(), adapter_for("stmp")
-    target = RefTarget()
-    scheduler = CaseScheduler(1)
-    try:
-        url = target.endpoint("stmp", "tcp")
-        params = target.params("stmp")
+    with _scheduled_cases() as submit:
         last = time.perf_counter()
-        futures = [scheduler.submit(CASE_ID, None, partial(CaseRunner(case, adapter, "tcp", params).against_server, url))
-                   for _ in range(n)]
+        futures = [submit() for _ in range(n)]
         times = []
         for future in futures:
             result = future.result()
@@ -157,9 +158,6 @@ def bench_batch(n: int) -> list[float]:
             last = now
             assert result.grade is Grade.PASSED, result.message
         return times
-    finally:
-        scheduler.close()
-        target.close()
 
 
 def _ms(times: list[float]) -> str:
