@@ -103,9 +103,22 @@ def _single(paths: list[Path]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _tree_rss_mb(root: int) -> tuple[float, float]:
-    """The resident memory of a process's descendants (from /proc), in MB: the JVM's, and the
-    Python processes' (the CLI that drives Spark and the workers) summed."""
+def _pss_bytes(pid: int) -> int:
+    """Proportional set size: a page shared by n processes counts 1/n in each (forked Python
+    workers share most of their pages with their daemon, which an RSS sum counts n times)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass  # gone meanwhile, or no smaps_rollup: counts nothing
+    return 0
+
+
+def _tree_memory_mb(root: int) -> dict[str, float]:
+    """The memory of a process's descendants (from /proc), in MB: the JVM's RSS, the Python
+    processes' (the CLI that drives Spark and the workers) RSS summed and PSS summed, and the
+    largest single Python process's RSS."""
     parents: dict[int, int] = {}
     rss: dict[int, int] = {}
     java: set[int] = set()
@@ -127,25 +140,29 @@ def _tree_rss_mb(root: int) -> tuple[float, float]:
         children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
         tree.update(children)
         frontier.extend(children)
-    jvm = sum(rss.get(pid, 0) for pid in tree & java)
-    return jvm / 2**20, (sum(rss.get(pid, 0) for pid in tree) - jvm) / 2**20
+    python = tree - java
+    mb = 2**20
+    return {"jvm_mb": sum(rss.get(pid, 0) for pid in tree & java) / mb,
+            "python_mb": sum(rss.get(pid, 0) for pid in python) / mb,
+            "python_pss_mb": sum(_pss_bytes(pid) for pid in python) / mb,
+            "python_largest_mb": max((rss.get(pid, 0) for pid in python), default=0) / mb}
 
 
 def _spark(paths: list[Path], out: Path) -> dict:
     """`check-trace --spark`, its process tree's memory (the CLI, the JVM, the Python workers)
-    sampled every half second: the peak is the sum over the tree at one sample."""
+    sampled every half second: each peak is the largest sample of its measure."""
     t = time.perf_counter()
     run = subprocess.Popen([sys.executable, "-m", "conformance.cli", "check-trace", "--spark", "--master", "local[2]",
                             "--port", "9000=stmp", *map(str, paths), "--out", str(out)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    jvm = python = 0.0
+    peaks: dict[str, float] = {}
     while run.poll() is None:
-        sample = _tree_rss_mb(run.pid)
-        jvm, python = max(jvm, sample[0]), max(python, sample[1])
+        for name, value in _tree_memory_mb(run.pid).items():
+            peaks[name] = max(peaks.get(name, 0.0), value)
         time.sleep(0.5)
     summary = json.loads((out / "summary.json").read_text())
-    return {"seconds": time.perf_counter() - t, "frames": summary["frames"], "jvm_mb": jvm, "python_mb": python}
+    return {"seconds": time.perf_counter() - t, "frames": summary["frames"], **peaks}
 
 
 def main() -> int:
@@ -176,10 +193,11 @@ def main() -> int:
             assert args.spark_only or single["findings"] == 0 and many["findings"] == 0, "a capture gave findings"
     head = ("| capture | frames | one file: frames/s | one file: frames/s of CPU | peak RSS MB | "
             f"{args.files} files, one process: frames/s | {args.files} files, Spark local[2]: frames/s/core | "
-            "Spark / single | Spark peak RSS MB: JVM | Spark peak RSS MB: Python (driver CLI + workers) |")
+            "Spark / single | Spark peak RSS MB: JVM | Spark peak MB, Python (driver CLI + workers): RSS summed | "
+            "PSS summed | largest process's RSS |")
     print(head if args.markdown else head.replace("|", " "))
     if args.markdown:
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for mb, frames, single, many, spark in rows:
         per_core = spark["frames"] / spark["seconds"] / 2 if spark else None
         ratio = (spark["seconds"] / many["seconds"]) if spark and many else None
@@ -188,7 +206,8 @@ def main() -> int:
                     f"{single['rss_mb']:.0f}"] if single else ["-"] * 3),
                  f"{many['frames'] / many['seconds']:,.0f}" if many else "-", f"{per_core:,.0f}" if per_core else "-",
                  f"{ratio:.2f}" if ratio else "-", f"{spark['jvm_mb']:.0f}" if spark else "-",
-                 f"{spark['python_mb']:.0f}" if spark else "-"]
+                 *([f"{spark[k]:.0f}" for k in ("python_mb", "python_pss_mb", "python_largest_mb")]
+                   if spark else ["-"] * 3)]
         print("| " + " | ".join(cells) + " |")
     return 0
 

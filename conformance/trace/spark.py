@@ -1,10 +1,13 @@
 """`conformance check-trace --spark`: the same checks over many captures on a Spark cluster.
 
 Work is split by file, then by connection: each file is read on an executor into its TCP
-segments, keyed by (file, the connection's two endpoints), so one file's flows spread over
-partitions (as many as the captures' size asks, so that an executor's memory does not grow with
-them); each connection's segments are then sorted back into capture order and run through
-the same reassembler and observers as the single-process checker (check.check_segments).  The
+segments, keyed by (file, the connection's two endpoints, the segment's index in the file), and
+partitioned by the first two, so one file's flows spread over partitions (as many as the
+captures' size asks).  Each partition is sorted by the whole key (PySpark's external sorter,
+which spills past ``spark.python.worker.memory``), so each connection's segments come out
+together and in capture order, and stream through the same reassembler and observers as the
+single-process checker (check.check_segments) one connection at a time: no connection's
+segments are ever gathered in a list, and a worker's memory does not grow with the capture.  The
 output is what `--records` writes (one record per finding or note) plus a summary per
 implementation, under ``--out`` (a local path or a URI, as for `conformance report`).
 
@@ -27,11 +30,10 @@ from conformance.trace.check import FileResult, check_segments
 from conformance.trace.packets import CaptureProblem, ReadStats, Segment, read_segments
 
 _PROBLEM = "~problem"  # key of a file's problem lines, sorted apart from connections
-#: capture bytes per partition of the grouped connections: a Python worker holds a partition's
-#: groups while it checks them, so the partitions follow the input's size and memory stays flat
+#: capture bytes per partition of the sorted connections (fewer, larger sorts spill more)
 BYTES_PER_PARTITION = 32 * 2**20
-#: a Python worker groups a task's segments in memory up to this before it spills them to disk;
-#: Spark's 512m a worker let the workers grow with the capture up to 1 GB on two cores
+#: a Python worker buffers a task's segments in memory up to this before it spills them to disk
+#: (map side and sort); Spark's 512m a worker let the workers grow to 1 GB on two cores
 WORKER_MEMORY = ("spark.python.worker.memory", "128m")
 
 
@@ -48,8 +50,8 @@ def _partitions(on_disk: list[tuple[str, str]], remote: list[str], parallelism: 
 
 
 def _segments_of(path: str, local: Path | None, data: bytes | None):
-    """(key, value) pairs of one capture: per segment ((file, endpoints), (index, segment)),
-    and per problem ((_PROBLEM, file), (0, message))."""
+    """(key, value) pairs of one capture: per segment ((file, endpoints, index), segment),
+    and per problem ((_PROBLEM, file, 0), message)."""
     spool = None
     if local is None:
         spool = tempfile.NamedTemporaryFile(suffix=".pcap", delete=False)
@@ -60,8 +62,8 @@ def _segments_of(path: str, local: Path | None, data: bytes | None):
     try:
         for index, seg in enumerate(read_segments(local, stats)):
             # a plain tuple: the shuffle pickles it several times faster than the dataclass
-            yield (path, tuple(sorted((seg.src, seg.dst)))), (index, (seg.ts, seg.src, seg.dst, seg.seq, seg.flags,
-                                                                       seg.payload, seg.missing))
+            yield (path, tuple(sorted((seg.src, seg.dst))), index), (seg.ts, seg.src, seg.dst, seg.seq, seg.flags,
+                                                                      seg.payload, seg.missing)
         problems = stats.problems
         if stats.packets and not stats.tcp:
             problems = problems + [f"{path}: {stats.packets} packets, none of them TCP: nothing to check"]
@@ -71,26 +73,39 @@ def _segments_of(path: str, local: Path | None, data: bytes | None):
         if spool is not None:
             os.unlink(spool.name)
     for message in problems:
-        yield (_PROBLEM, path), (0, message.replace(str(local), path) if spool else message)
+        yield (_PROBLEM, path, 0), message.replace(str(local), path) if spool else message
 
 
-def _check_group(item, ports: dict[int, str], default: str | None, params: dict[str, int],
-                 run: str, time: str, impl: str | None):
+def _connection_of(key) -> tuple:
+    """The partitioning key: a connection's segments (or a file's problems) share one partition."""
+    return key[:2]
+
+
+def _check_partition(pairs, ports: dict[int, str], default: str | None, params: dict[str, int],
+                     run: str, time: str, impl: str | None):
+    """One sorted partition: its records, its problems, and one count of frames and connections."""
+    from itertools import groupby
+
     from conformance.trace.findings import record_of
-    key, values = item
-    if key[0] == _PROBLEM:
-        return [{"problem": message} for _, message in values]
-    path = key[0]
-    result = FileResult(Path(path))
-    ordered = (Segment(*seg) for _, seg in sorted(values, key=lambda v: v[0]))
-    check_segments(ordered, result, ports, default, params)
-    out = [record_of(x, run=run, time=time, source=path, implementation=impl) for x in [*result.findings, *result.notes]]
-    return out + [{"frames": result.frames, "connections": result.connections}]
+    frames = connections = 0
+    for connection, items in groupby(pairs, key=lambda kv: _connection_of(kv[0])):
+        if connection[0] == _PROBLEM:
+            yield from ({"problem": message} for _, message in items)
+            continue
+        path = connection[0]
+        result = FileResult(Path(path))
+        check_segments((Segment(*seg) for _, seg in items), result, ports, default, params)
+        frames, connections = frames + result.frames, connections + result.connections
+        yield from (record_of(x, run=run, time=time, source=path, implementation=impl)
+                    for x in [*result.findings, *result.notes])
+    yield {"frames": frames, "connections": connections}
 
 
 def run_spark(args, ports: dict[int, str], params: dict[str, int]) -> int:
     """Exit status as `conformance report`'s where they overlap: 2 a bad command line, 3 no
     capture could be read, 4 Spark could not start or the job failed; and 1 on a MUST finding."""
+    from pyspark.rdd import portable_hash
+
     from reports.fs import FileSystems, LocationError, child, local_path
     from reports.spark_session import build_session, java_problem, parse_conf
 
@@ -115,8 +130,9 @@ def run_spark(args, ports: dict[int, str], params: dict[str, int]) -> int:
         if remote:
             pairs = pairs.union(sc.binaryFiles(",".join(remote)).flatMap(lambda f: _segments_of(f[0], None, f[1])))
         run, time, default, impl = new_run_id(), utc_now(), args.protocol, args.impl_name
-        rows = (pairs.groupByKey(_partitions(on_disk, remote, sc.defaultParallelism))
-                .flatMap(lambda item: _check_group(item, ports, default, params, run, time, impl))
+        partitions = _partitions(on_disk, remote, sc.defaultParallelism)
+        rows = (pairs.repartitionAndSortWithinPartitions(partitions, lambda key: portable_hash(_connection_of(key)))
+                .mapPartitions(lambda part: _check_partition(part, ports, default, params, run, time, impl))
                 .collect())
         return _write(args, rows, FileSystems(spark), child)
     except LocationError as exc:
