@@ -10,7 +10,8 @@ rewritten (short or long form as the new size needs); every other byte is forwar
 server sent it.  The control monitor is fed the server's original bytes (the rewrite is the
 suite's, not the server's behaviour) and the wire log says each rewrite.  Every data connection
 gets its own :class:`reference_impl.mtl.monitor.DataMonitor`; its violations name the data
-connection.  Under CURVE the reply is encrypted: nothing is rewritten, the data connections go
+connection.  A 202 naming its port in two "port" members (one nested) is forwarded as it is, and
+the notes say that its data connection is not monitored.  Under CURVE the reply is encrypted: nothing is rewritten, the data connections go
 to the server directly and are not monitored, and the case's notes say so.
 """
 
@@ -59,6 +60,7 @@ class LeasePortRewriter:
         self.greeting = GreetingDecoder()
         self.passing = False  # forward everything as it is from now on
         self.note = ""  # why it stopped rewriting
+        self.skipped: list[str] = []  # 202 replies it forwarded as they were, and why
         self._buffer = bytearray()
         self._parts: list[bytes] = []  # the current message's frames so far
 
@@ -116,13 +118,16 @@ class LeasePortRewriter:
             return raw
         parts, self._parts = self._parts, []
         port = _lease_port(parts)
-        if port is None:
+        if isinstance(port, str):
+            self.skipped.append(port)
+        if not isinstance(port, tuple):
             return raw
         return LeasePort(flags, body, *port)
 
 
-def _lease_port(parts: list[bytes]) -> tuple[int, tuple[int, int]] | None:
-    """(port, where its digits are in the last part) of a 202 reply carrying a JSON number port."""
+def _lease_port(parts: list[bytes]) -> tuple[int, tuple[int, int]] | str | None:
+    """(port, where its digits are in the last part) of a 202 reply carrying a JSON number port; why
+    not, for a 202 whose port cannot be rewritten; None for any other message."""
     try:
         _, frames = control.split_envelope(parts)
         reply = control.decode_reply(frames)
@@ -135,7 +140,8 @@ def _lease_port(parts: list[bytes]) -> tuple[int, tuple[int, int]] | None:
     # (one nested) leave the reply as it is
     found = list(_PORT.finditer(parts[-1]))
     if len(found) != 1 or int(found[0].group(1)) != port:
-        return None
+        return (f"a 202 reply names port {port} in {len(found)} \"port\" members, so which to rewrite is not "
+                "certain: forwarded as it is; that data connection goes to the server directly, not monitored")
     return port, found[0].span(1)
 
 
@@ -162,7 +168,7 @@ class MtlWireMonitor:
 
     @property
     def notes(self) -> list[str]:
-        notes = list(self.control.notes) + ([self._rewriter.note] if self._rewriter.note else [])
+        notes = list(self.control.notes) + ([self._rewriter.note] if self._rewriter.note else []) + self._rewriter.skipped
         return notes + [f"data connection {i}: {note}" for i, m in enumerate(self.data, 1) for note in m.notes]
 
     @property

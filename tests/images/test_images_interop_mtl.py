@@ -62,6 +62,15 @@ def test_a_body_that_outgrows_the_short_form_gets_a_long_frame() -> None:
     assert out[:-266] == before[:-256]
 
 
+def test_a_202_with_two_port_members_is_forwarded_as_it_is_and_noted() -> None:
+    lease = b'{"status":"Data Lease","port":40000,"extra":{"port":40000}}'
+    before = NULL_GREETING + READY + reply(b"202", lease)
+    rewriter = LeasePortRewriter()
+    pieces = rewriter.feed(before)
+    assert b"".join(pieces) == before and all(isinstance(p, bytes) for p in pieces)
+    assert len(rewriter.skipped) == 1 and "40000" in rewriter.skipped[0] and "not monitored" in rewriter.skipped[0]
+
+
 def test_under_curve_nothing_is_rewritten_and_the_note_says_why() -> None:
     rewriter = LeasePortRewriter()
     data = CURVE_GREETING + bytes([COMMAND, 3]) + b"abc"
