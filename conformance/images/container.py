@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from docker.errors import DockerException, ImageNotFound, NotFound
 
 from conformance.images.layout import RUN_LABEL, RUN_LABEL_ENV
+from conformance.images.owner import owner_labels, reap_orphans
 
 # Ryuk, testcontainers' reaper, is an image pulled from a registry: unreachable here,
 # and unneeded since every container is removed by the object that started it.
@@ -74,9 +75,10 @@ class _Run:
     def __init__(self, image: str, env: Mapping[str, str], volumes: Mapping[str, str] | None) -> None:
         self.image = image
         try:
-            kwargs: dict[str, object] = {"network_mode": "host"}
+            labels = owner_labels()  # a later run removes this container if this process dies first
             if os.environ.get(RUN_LABEL_ENV):  # lets whoever started this run find its containers
-                kwargs["labels"] = {RUN_LABEL: os.environ[RUN_LABEL_ENV]}
+                labels[RUN_LABEL] = os.environ[RUN_LABEL_ENV]
+            kwargs: dict[str, object] = {"network_mode": "host", "labels": labels}
             self._container = DockerContainer(image).with_kwargs(**kwargs)
         except DockerException as exc:
             raise ContainerStartError(f"no docker engine answers ({exc}); start one with "
@@ -89,6 +91,7 @@ class _Run:
 
     def start(self) -> None:
         client = self._container.get_docker_client().client
+        reap_orphans(client)
         try:
             client.images.get(self.image)
         except ImageNotFound as exc:
