@@ -86,7 +86,9 @@ class LeasePortRewriter:
         at = 0
         while True:
             try:
-                flags, header, size = frame_header(memoryview(self._buffer)[at:], self.max_frame)
+                # a copy of the header's octets, not a view: a view kept alive by the error's traceback
+                # would forbid resizing the buffer (BufferError) in the handler below
+                flags, header, size = frame_header(bytes(self._buffer[at:at + 9]), self.max_frame)
             except IncompleteFrame:
                 break
             except CodecError as exc:

@@ -163,7 +163,8 @@ def _ms(value: Any, params: dict[str, int]) -> float:
 
 class _Gate:
     """Heavy and paced cases never overlap (any other case needs no gate); a paced case waiting holds
-    new heavy ones back."""
+    new heavy ones back.  A case that is both counts as both: it waits for every heavy and paced case
+    to leave, and holds either kind back while it runs."""
 
     def __init__(self) -> None:
         self._heavy = 0
@@ -178,10 +179,11 @@ class _Gate:
             if demand.paced:
                 self._paced_waiting += 1
                 try:
-                    await self._changed.wait_for(lambda: self._heavy == 0)
+                    await self._changed.wait_for(lambda: self._heavy == 0 and not (demand.heavy and self._paced))
                 finally:
                     self._paced_waiting -= 1
                 self._paced += 1
+                self._heavy += demand.heavy
             else:
                 await self._changed.wait_for(lambda: self._paced == 0 and self._paced_waiting == 0)
                 self._heavy += 1
@@ -192,6 +194,7 @@ class _Gate:
         async with self._changed:
             if demand.paced:
                 self._paced -= 1
+                self._heavy -= demand.heavy
             else:
                 self._heavy -= 1
             self._changed.notify_all()

@@ -23,7 +23,7 @@ import time
 from urllib.parse import urlsplit
 
 from websockets.asyncio.client import connect as ws_connect
-from websockets.exceptions import ConnectionClosed as WsClosed
+from websockets.exceptions import ConnectionClosed as WsClosed, WebSocketException
 
 from reference_impl.rsocket.codec import MAX_FRAME
 from reference_impl.rsocket.connection import (
@@ -118,7 +118,7 @@ class RSocketClient:
         await self._close_transport()
         try:
             await asyncio.wait_for(self._open_transport(), RECONNECT_TIMEOUT)
-        except (OSError, TimeoutError, ValueError, WsClosed):
+        except (OSError, TimeoutError, ValueError, WebSocketException):  # a refused handshake too (HTTP 503)
             return False
         self.conn.start_resume(time.monotonic())
         try:

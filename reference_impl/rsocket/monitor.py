@@ -145,10 +145,13 @@ class WireMonitor:
         if stream is not None and stream.requester is side and side in stream.fragmenting:
             self._violate(side, "request-inside-fragmented-request", f"stream {sid}")
             return
+        wrong_parity = sid % 2 != (1 if side is Side.CLIENT else 0)
         if stream is not None and not stream.cancelled and not stream.released and len(stream.done) < 2:
             stream.duplicate = True  # in use: the receiver must ignore this request
+            if wrong_parity:  # ignored or not, the other side's IDs are not this side's to use
+                self._violate(side, "stream-id-parity", f"stream {sid}")
             return
-        if sid % 2 != (1 if side is Side.CLIENT else 0):
+        if wrong_parity:
             self._violate(side, "stream-id-parity", f"stream {sid}")
         elif sid <= self._last_id[side]:
             self._violate(side, "stream-id-not-increasing", f"stream {sid} after {self._last_id[side]}")

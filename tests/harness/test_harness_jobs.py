@@ -182,6 +182,27 @@ def test_scheduler_bounds_concurrency_serialises_groups_and_keeps_heavy_and_pace
     assert any(_overlap(h, s) for h in heavies for s in spans if not s.heavy and not s.paced)
 
 
+def test_a_case_both_heavy_and_paced_overlaps_neither_kind():
+    scheduler = CaseScheduler(4)
+
+    async def work() -> None:
+        await asyncio.sleep(0.05)
+
+    both = Demand(frames=HEAVY_FRAMES, paced=True)
+    try:
+        futures = [scheduler.submit("both", None, work, both),
+                   scheduler.submit("paced", None, work, Demand(paced=True)),
+                   scheduler.submit("heavy", None, work, Demand(frames=HEAVY_FRAMES))]
+        for future in futures:
+            future.result(10)
+    finally:
+        scheduler.close()
+    spans = {s.key: s for s in scheduler.spans}
+    assert spans["both"].heavy and spans["both"].paced
+    # heavy: no paced case beside it; paced: no heavy case beside it
+    assert not _overlap(spans["both"], spans["paced"]) and not _overlap(spans["both"], spans["heavy"])
+
+
 def test_scheduler_starts_the_longest_waits_first():
     scheduler = CaseScheduler(1)
 

@@ -121,3 +121,15 @@ def test_a_frame_the_server_never_finishes_is_forwarded_at_the_end() -> None:
     cut = NULL_GREETING + READY + b"\x00\x09abc"  # a 9-octet frame, 3 octets of it
     assert b"".join(rewriter.feed(cut)) == NULL_GREETING + READY
     assert rewriter.flush() == b"\x00\x09abc"
+
+
+def test_frames_that_cannot_be_read_are_forwarded_as_they_came_from_then_on() -> None:
+    # RFC 23: flags 0xF0 sets reserved bits; what follows is passed on untouched for the monitor to judge
+    bad = b"\xf0\x00" + reply(b"202", b'{"port":40000}')
+    for chunk in (len(bad), 1):
+        rewriter = LeasePortRewriter()
+        out = b"".join(rewriter.feed(NULL_GREETING + READY))
+        for at in range(0, len(bad), chunk):
+            out += b"".join(piece for piece in rewriter.feed(bad[at:at + chunk]) if isinstance(piece, bytes))
+        assert out == NULL_GREETING + READY + bad
+        assert "cannot be read" in rewriter.note and "bad-flags" in rewriter.note

@@ -106,3 +106,10 @@ def test_a_forgotten_stream_is_not_judged() -> None:
     for data in (b"0", b"1", b"2"):
         monitor.feed(S, tcp(H("00000001" "2820") + data))
     assert monitor.violations == []
+
+
+def test_a_request_on_the_other_sides_stream_in_use_still_breaks_parity() -> None:
+    # the client's stream 1 is open (credit 2); the server sends REQUEST_STREAM (0x06 -> 0x1800) on
+    # stream 1: odd IDs are the client's, whether or not stream 1 is in use
+    server_request = (S, H("00000001" "1800" "00000001") + b"x")
+    assert rules(STREAM2 + [server_request]) == [("server", "stream-id-parity")]

@@ -90,3 +90,38 @@ def test_reference_client_against_reference_server(transport):
     assert items == [b"0", b"1", b"2", b"3", b"4"]
     assert (last_fnf, last_push) == (b"kept", b"pushed")
     assert (err.code, err.data) == (0x201, b"boom")
+
+
+def test_a_resuming_websocket_client_whose_reconnect_is_refused_ends_its_requests():
+    """The server drops the transport of a session set up with R, then answers the client's new
+    WebSocket handshake with HTTP 503: the request fails with ConnectionLost at once, no hang."""
+    from websockets.asyncio.server import serve
+    from websockets.http11 import Response
+
+    from reference_impl.rsocket.client import ConnectionLost
+
+    async def main():
+        handshakes = 0
+
+        def refuse_after_the_first(connection, request):
+            nonlocal handshakes
+            handshakes += 1
+            return connection.respond(503, "gone\n") if handshakes > 1 else None
+
+        async def drop_after_the_request(websocket):
+            await websocket.recv()  # SETUP
+            await websocket.send(H("00000000" "0c00" "0000000000000000"))  # KEEPALIVE: the session is established
+            await websocket.recv()  # REQUEST_RESPONSE
+            await websocket.close()
+
+        async with serve(drop_after_the_request, "127.0.0.1", 0, process_request=refuse_after_the_first) as server:
+            port = server.sockets[0].getsockname()[1]
+            client = await connect(f"ws://127.0.0.1:{port}/", resume_token=b"tk")
+            try:
+                with pytest.raises(ConnectionLost):
+                    await asyncio.wait_for(client.request_response(b"echo:x"), 3)
+            finally:
+                await client.close()
+        return handshakes
+
+    assert run(main()) == 2
