@@ -145,6 +145,13 @@ class FaultProxy:
                 writer.write_eof()
         except (OSError, asyncio.CancelledError):
             pass
+        except Exception as exc:  # noqa: BLE001  a tap or rewrite (a monitor) broke on what it was fed
+            # both sides are closed, so neither end waits for bytes this direction will never forward
+            if self.log:
+                self.log.note(f"fault proxy stopped forwarding {direction}: its monitor failed on the data "
+                              f"({type(exc).__name__}: {exc}); both sides closed")
+            writer.close()
+            other.close()
         finally:
             await reads.aclose()
             if cut is not None:

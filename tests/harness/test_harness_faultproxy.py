@@ -79,3 +79,38 @@ def test_tap_sees_what_each_side_sent_before_any_fault_and_each_close() -> None:
     received = b"".join(data for direction, data in seen if direction == "from-target")
     assert sent == b"ping" and received == b"PING"
     assert [d for d, data in seen if data == b""] == ["to-target", "from-target"]
+
+
+def test_a_monitor_that_breaks_closes_both_sides_and_says_why() -> None:
+    """A tap that raises on what it is fed must not leave the client waiting for bytes that will
+    never be forwarded: both sides are closed at once and the wire log says why."""
+    from conformance.wirelog import WireLog
+
+    async def main() -> tuple[bytes, float, str]:
+        async def silent(reader, writer):
+            await reader.read()  # never answers: the client could only time out
+            writer.close()
+
+        server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        log = WireLog()
+        proxy = await FaultProxy.start(f"tcp://127.0.0.1:{port}", {}, log)
+
+        def broken(direction, data):
+            if data:
+                raise ValueError("monitor bug")
+        proxy.tap = broken
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"ping")
+        await writer.drain()
+        started = asyncio.get_running_loop().time()
+        answer = await asyncio.wait_for(reader.read(), 10)
+        waited = asyncio.get_running_loop().time() - started
+        writer.close()
+        await proxy.close()
+        server.close()
+        return answer, waited, log.render()
+
+    answer, waited, text = asyncio.run(main())
+    assert answer == b"" and waited < 5  # the close came, not the 10 s deadline
+    assert "monitor failed" in text and "ValueError: monitor bug" in text
