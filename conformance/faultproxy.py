@@ -47,6 +47,9 @@ class FaultProxy:
         #: end of a direction (b"") what it still holds: the interop matrix points MTL's 202 replies at a
         #: proxy of their own (conformance/images/interop_mtl.py)
         self.rewrite: Callable[[str, bytes], Awaitable[bytes]] | None = None
+        #: when set, called once per accepted connection for that connection's rewrite: a rewrite that
+        #: holds back part of a frame must not join it to another connection's bytes
+        self.rewrite_for_connection: Callable[[], Callable[[str, bytes], Awaitable[bytes]]] | None = None
 
     @classmethod
     async def start(cls, target_url: str, options: dict[str, Any], log: WireLog | None = None,
@@ -91,8 +94,9 @@ class FaultProxy:
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         tap = self.tap_for_connection() if self.tap_for_connection is not None else self.tap
-        up = asyncio.ensure_future(self._pump(client_r, target_w, "to-target", client_w, tap))
-        down = asyncio.ensure_future(self._pump(target_r, client_w, "from-target", target_w, tap))
+        rewrite = self.rewrite_for_connection() if self.rewrite_for_connection is not None else self.rewrite
+        up = asyncio.ensure_future(self._pump(client_r, target_w, "to-target", client_w, tap, rewrite))
+        down = asyncio.ensure_future(self._pump(target_r, client_w, "from-target", target_w, tap, rewrite))
         self._tasks.update((up, down))
         await asyncio.gather(up, down, return_exceptions=True)
         self._tasks.difference_update((up, down))
@@ -109,7 +113,8 @@ class FaultProxy:
             offset += size
 
     async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, direction: str,
-                    other: asyncio.StreamWriter, tap: Callable[[str, bytes], None] | None) -> None:
+                    other: asyncio.StreamWriter, tap: Callable[[str, bytes], None] | None,
+                    rewrite: Callable[[str, bytes], Awaitable[bytes]] | None) -> None:
         faulty = self._applies(direction)
         cut = self.options.get("cut_after_bytes") if faulty else None
         delay = self.options.get("delay_ms", 0) / 1000 if faulty else 0
@@ -120,8 +125,8 @@ class FaultProxy:
             async for data in reads:
                 if tap is not None:
                     tap(direction, data)
-                if self.rewrite is not None:
-                    data = await self.rewrite(direction, data)
+                if rewrite is not None:
+                    data = await rewrite(direction, data)
                 for piece in (self._pieces(data) if faulty else (data,)):
                     if cut is not None and forwarded + len(piece) >= cut:
                         writer.write(piece[:cut - forwarded])
@@ -138,7 +143,7 @@ class FaultProxy:
                         await asyncio.sleep(delay or 0.0005)
             if tap is not None:
                 tap(direction, b"")
-            if self.rewrite is not None and (rest := await self.rewrite(direction, b"")):
+            if rewrite is not None and (rest := await rewrite(direction, b"")):
                 writer.write(rest)  # what the rewrite held back, waiting for a frame's end that never came
                 await writer.drain()
             if writer.can_write_eof():

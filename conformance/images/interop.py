@@ -206,7 +206,7 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
     proxy.tap = tap
     follow = getattr(monitor, "follow", None)  # connections a reply points to (MTL's data ports) get proxies too
     if follow is not None:
-        proxy.rewrite = follow(log)
+        proxy.rewrite_for_connection = follow(log)
     error = None
     try:
         code, client_log = await _run_client(client, proto, protocol, case, proxy.url_for(server.url))

@@ -155,7 +155,7 @@ class MtlWireMonitor:
         self.control = ControlMonitor()
         self.data: list[DataMonitor] = []
         self.upstream_error: str | None = None
-        self._rewriter = LeasePortRewriter()
+        self._rewriters: list[LeasePortRewriter] = []  # one per control connection
         self._proxies: dict[int, FaultProxy] = {}
         self._log: WireLog | None = None
 
@@ -170,7 +170,9 @@ class MtlWireMonitor:
 
     @property
     def notes(self) -> list[str]:
-        notes = list(self.control.notes) + ([self._rewriter.note] if self._rewriter.note else []) + self._rewriter.skipped
+        notes = list(self.control.notes)
+        for rewriter in self._rewriters:
+            notes += ([rewriter.note] if rewriter.note else []) + rewriter.skipped
         return notes + [f"data connection {i}: {note}" for i, m in enumerate(self.data, 1) for note in m.notes]
 
     @property
@@ -186,19 +188,25 @@ class MtlWireMonitor:
         return self.control.messages + sum(m.messages for m in self.data)
 
     def follow(self, log: WireLog):
-        """The control proxy's rewrite: the server's bytes with each 202's port pointing at a data proxy."""
+        """The control proxy's rewrite, one per connection: the server's bytes with each 202's port
+        pointing at a data proxy."""
         self._log = log
 
-        async def rewrite(direction: str, data: bytes) -> bytes:
-            if direction != "from-target":
-                return data
-            if not data:
-                return self._rewriter.flush()
-            out = bytearray()
-            for piece in self._rewriter.feed(data):
-                out += piece if isinstance(piece, bytes) else piece.with_port(await self._proxy_port(piece.port))
-            return bytes(out)
-        return rewrite
+        def for_connection():
+            rewriter = LeasePortRewriter()
+            self._rewriters.append(rewriter)
+
+            async def rewrite(direction: str, data: bytes) -> bytes:
+                if direction != "from-target":
+                    return data
+                if not data:
+                    return rewriter.flush()
+                out = bytearray()
+                for piece in rewriter.feed(data):
+                    out += piece if isinstance(piece, bytes) else piece.with_port(await self._proxy_port(piece.port))
+                return bytes(out)
+            return rewrite
+        return for_connection
 
     async def _proxy_port(self, port: int) -> int:
         proxy = self._proxies.get(port)

@@ -114,3 +114,50 @@ def test_a_monitor_that_breaks_closes_both_sides_and_says_why() -> None:
     answer, waited, text = asyncio.run(main())
     assert answer == b"" and waited < 5  # the close came, not the 10 s deadline
     assert "monitor failed" in text and "ValueError: monitor bug" in text
+
+
+def test_each_connection_gets_its_own_rewrite() -> None:
+    """A rewrite that holds back a byte (a frame cut across reads) must give it back on its own
+    connection: two connections at once, each through the rewrite made for it."""
+
+    async def main() -> list[bytes]:
+        received: list[bytes] = []
+
+        async def collect(reader, writer):
+            received.append(await reader.read())
+            writer.close()
+
+        def holding():
+            held = bytearray()
+
+            async def rewrite(direction: str, data: bytes) -> bytes:
+                if direction != "to-target":
+                    return data
+                if not data:
+                    return bytes(held)
+                out = bytes(held) + data[:-1]
+                held[:] = data[-1:]
+                return out
+            return rewrite
+
+        server = await asyncio.start_server(collect, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        proxy = await FaultProxy.start(f"tcp://127.0.0.1:{port}", {})
+        proxy.rewrite_for_connection = holding
+        (_, a), (_, b) = [await asyncio.open_connection("127.0.0.1", proxy.port) for _ in range(2)]
+        for writer, data in ((a, b"AAA"), (b, b"BBB"), (a, b"aaa"), (b, b"bbb")):
+            writer.write(data)
+            await writer.drain()
+            await asyncio.sleep(0.05)  # each write its own read at the proxy
+        for writer in (a, b):
+            writer.write_eof()
+        for _ in range(100):
+            if len(received) == 2:
+                break
+            await asyncio.sleep(0.05)
+        a.close(), b.close()
+        await proxy.close()
+        server.close()
+        return received
+
+    assert sorted(asyncio.run(main())) == [b"AAAaaa", b"BBBbbb"]
