@@ -54,9 +54,14 @@ class RSocketClient:
         self._queues: dict[int, asyncio.Queue] = {}
         self._closed: ConnectionClosed | None = None
         self._tick_interval = tick_interval
+        # between a lost transport and the RESUME on the next one nothing is written: a request
+        # made meanwhile stays with the session (its frames are retained and replayed after RESUME_OK)
+        self._down = False
         self._task = asyncio.create_task(self._run())
 
     async def _flush(self) -> None:
+        if self._down:
+            return
         if self._ws is not None:
             for frame in self.conn.messages_to_send():
                 await self._ws.send(frame)
@@ -97,6 +102,7 @@ class RSocketClient:
             except (WsClosed, ConnectionError):
                 data, lost = None, True
             if lost:
+                self._down = True
                 self._dispatch(self.conn.connection_lost())
                 if self.conn.should_close:
                     return
@@ -117,24 +123,30 @@ class RSocketClient:
         """A new transport to the same URL, and the RESUME on it: False when none could be had."""
         await self._close_transport()
         try:
-            await asyncio.wait_for(self._open_transport(), RECONNECT_TIMEOUT)
+            transport = await asyncio.wait_for(self._open_transport(), RECONNECT_TIMEOUT)
         except (OSError, TimeoutError, ValueError, WebSocketException):  # a refused handshake too (HTTP 503)
             return False
+        # no await from here to the RESUME being queued: a request's flush cannot get ahead of it
+        if isinstance(transport, tuple):
+            self._reader, self._writer = transport
+        else:
+            self._ws = transport
         self.conn.start_resume(time.monotonic())
+        self._down = False
         try:
             await self._flush()
         except (WsClosed, ConnectionError):
             return False
         return True
 
-    async def _open_transport(self) -> None:
+    async def _open_transport(self):
+        """(reader, writer) of a new TCP connection, or a new WebSocket, to the session's URL."""
         if self._url is None:
             raise ValueError("no URL to reconnect to")
         parts = urlsplit(self._url)
         if parts.scheme == "tcp":
-            self._reader, self._writer = await asyncio.open_connection(parts.hostname, parts.port)
-        else:
-            self._ws = await ws_connect(self._url, max_size=MAX_FRAME)
+            return await asyncio.open_connection(parts.hostname, parts.port)
+        return await ws_connect(self._url, max_size=MAX_FRAME)
 
     async def _close_transport(self) -> None:
         if self._ws is not None:

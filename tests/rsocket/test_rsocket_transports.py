@@ -125,3 +125,58 @@ def test_a_resuming_websocket_client_whose_reconnect_is_refused_ends_its_request
         return handshakes
 
     assert run(main()) == 2
+
+
+def test_a_request_made_while_the_transport_is_down_waits_for_the_resume():
+    """Between a lost transport and the RESUME, a new request neither fails on the dead transport
+    nor gets ahead of the RESUME on the new one ("Resume Operation": RESUME comes first)."""
+    async def main():
+        first_frames: list[int] = []
+        connections = 0
+        dropped = asyncio.Event()
+
+        async def serve(reader, writer):
+            nonlocal connections
+            connections += 1
+            if connections == 1:
+                size = int.from_bytes(await reader.readexactly(3), "big")
+                await reader.readexactly(size)  # SETUP
+                writer.write(H("00000e" "00000000" "0c00" "0000000000000000"))  # KEEPALIVE: established
+                await writer.drain()
+                writer.close()
+                dropped.set()
+                return
+            size = int.from_bytes(await reader.readexactly(3), "big")
+            frame = await reader.readexactly(size)
+            first_frames.append(int.from_bytes(frame[4:6], "big") >> 10)
+            await reader.read()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = await connect(f"tcp://127.0.0.1:{port}", resume_token=b"tk")
+        gate = asyncio.Event()
+        opened = client._open_transport
+
+        async def slow_open():  # the new transport comes only when the test says
+            await gate.wait()
+            return await opened()
+        client._open_transport = slow_open
+        try:
+            await asyncio.wait_for(dropped.wait(), 5)
+            await asyncio.sleep(0.2)  # the client has seen the end of the stream and waits for a new transport
+            request = asyncio.create_task(client.request_response(b"echo:x"))
+            await asyncio.sleep(0.2)
+            assert not request.done(), request.exception()  # no ConnectionResetError from the dead transport
+            gate.set()
+            for _ in range(200):
+                if first_frames:
+                    break
+                await asyncio.sleep(0.01)
+            request.cancel()
+        finally:
+            await client.close()
+            server.close()
+        return first_frames
+
+    assert run(main()) == [0x0D]  # RESUME first on the new transport
