@@ -457,10 +457,7 @@ class CaseRunner:
         raw_alts = spec["any_of"] if "any_of" in spec else ([fields] if fields else [])
         closed_ok = spec.get("closed", False) is True or any(a.get("closed") is True for a in raw_alts)
         alternatives = [self.adapter.normalize(a) for a in raw_alts if not a.get("closed")]
-        unsupported = self.adapter.normalize(spec["unsupported_if"]) if "unsupported_if" in spec else None
-        # informational_if: an answer the spec allows but the profile cannot read as yes or no (a
-        # refusal whose code does not say "not implemented"): recorded, never FAILED
-        informational = self.adapter.normalize(spec["informational_if"]) if "informational_if" in spec else None
+        declared = self._declared_answers(spec)
 
         def wanted() -> str:  # only failure messages need it: not built for each of 70,000 passing frames
             return " or ".join([_describe(a) for a in alternatives] + (["a close"] if closed_ok else []))
@@ -487,16 +484,29 @@ class CaseRunner:
                 return
             if self._is_noise(frame) or self._allowed(frame, allowed):
                 continue
+            declared(frame)
+            raise _Verdict(grade_for_violation(level), f"expected {wanted()}; got {frame} ({'; '.join(reasons)})")
+
+    def _declared_answers(self, spec: dict[str, Any]):
+        """A check of an unexpected frame against the step's unsupported_if and informational_if:
+        it raises their verdict when one matches."""
+        unsupported = self.adapter.normalize(spec["unsupported_if"]) if "unsupported_if" in spec else None
+        # informational_if: an answer the spec allows but the profile cannot read as yes or no (a
+        # refusal whose code does not say "not implemented"): recorded, never FAILED
+        informational = self.adapter.normalize(spec["informational_if"]) if "informational_if" in spec else None
+
+        def check(frame: Frame) -> None:
             if unsupported is not None and self.adapter.matches(unsupported, frame)[0]:
                 raise _Verdict(Grade.UNSUPPORTED, f"the target declared this unsupported: {frame}")
             if informational is not None and self.adapter.matches(informational, frame)[0]:
                 raise _Verdict(Grade.INFORMATIONAL, f"the target answered {frame}: the spec allows it, the profile "
                                                     "grades it INFORMATIONAL")
-            raise _Verdict(grade_for_violation(level), f"expected {wanted()}; got {frame} ({'; '.join(reasons)})")
+        return check
 
     async def _expect_all(self, spec: dict[str, Any], level: str, within: int, allowed: list[dict[str, Any]]) -> None:
         """all_of: each listed frame exactly once, in any order (e.g. signals of independent streams)."""
         wanted = [self.adapter.normalize(a) for a in spec["all_of"]]
+        declared = self._declared_answers(spec)
         skip_first = [self._may_skip(alt, allowed) for alt in wanted]
         deadline = time.monotonic() + within / 1000
 
@@ -519,6 +529,7 @@ class CaseRunner:
                 continue
             if self._is_noise(frame) or self._allowed(frame, allowed):
                 continue
+            declared(frame)
             raise _Verdict(grade_for_violation(level), f"expected {missing()} (in any order); got {frame} ({'; '.join(reasons)})")
 
     async def _expect_close(self, spec: dict[str, Any]) -> None:
