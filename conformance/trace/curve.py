@@ -27,6 +27,7 @@ class CurveSession:
     def __init__(self, keys: KeyLog) -> None:
         self.keys = keys
         self.client_transient = b""  # C', from HELLO
+        self.server_transient = b""  # S', from WELCOME opened with the client's key
         self.session: SessionKey | None = None  # the key log's key this connection was opened with
         self.key: bytes | None = None  # the precomputed key of C' and S', once known
         self.lost: dict[str, str] = {}  # side -> why its boxes are not opened any more
@@ -102,10 +103,6 @@ class CurveSession:
                 self.lost[side] = f"a MESSAGE did not open ({exc.code})"
             return None, [(side, f"MESSAGE: {exc}")]
         return frame, self._nonce(side, nonce)
-
-    @property
-    def opened(self) -> bool:
-        return self.key is not None
 
     def _nonce(self, side: str, nonce: int) -> list[tuple[str, str]]:
         # RFC 26: each short nonce is one more than the last (libzmq and the reference accept gaps,

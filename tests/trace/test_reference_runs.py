@@ -34,7 +34,10 @@ def test_reference_run_capture_has_no_finding_against_the_target(protocol, tmp_p
     adapter = adapter_for(protocol)
     keys = read([beside(pcap)]) if beside(pcap).exists() else None
     assert (keys is not None) == (protocol == "mc0")  # only mc0 runs CURVE
+    if keys is not None:  # the suite's client keys and the in-process reference broker's
+        assert beside(pcap).read_text().startswith("# CURVE key log v1:") and keys.clients and keys.servers
     result = check_file(pcap, {}, protocol, {**adapter.params, **adapter.ref_params}, keys)
     assert result.connections > 0 and result.frames > 0
     target = capture.target_sides(capture.last)
     assert [str(f) for f in result.findings if target[f.connection] == f.sender] == []
+    assert not any("encrypted" in n.reason for n in result.notes)  # every CURVE session opened
