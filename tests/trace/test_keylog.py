@@ -19,13 +19,13 @@ ERROR = [b"", b"ERROR", b"ID", b"7", b"MESSAGE", b"unknown verb"]
 SECOND_OK = [b"", b"OK", b"ID", b"7"]
 
 
-def _session(tmp_path, welcome=None, name="curve.pcap"):
+def _session(tmp_path, welcome=None, name="curve.pcap", replies=None):
     """The exchange in the order a client waits for: greetings and HELLO, WELCOME, INITIATE,
     READY, the request, the broker's two answers."""
     welcome = welcome or cs.welcome()
     client = [cs.greeting(False) + cs.hello(), cs.initiate(), cs.messages("client", REQUEST, 3)]
     server = [cs.greeting(True) + welcome, cs.ready(),
-              cs.messages("server", ERROR, 2) + cs.messages("server", SECOND_OK, 8)]
+              replies if replies is not None else cs.messages("server", ERROR, 2) + cs.messages("server", SECOND_OK, 8)]
     segments, at = [*syns()], {CLIENT: 0, SERVER: 0}
     for c, s in zip(client, server):
         for side, payload in ((CLIENT, c), (SERVER, s)):
@@ -95,6 +95,34 @@ def test_a_welcome_not_boxed_by_the_key_the_hello_was_for_is_a_finding(tmp_path,
     code, records = _records(tmp_path, capsys, wrong, keylog)
     assert code == 1 and _findings(records) == [("mc0-curve", "server")]
     assert any("not opened with the key log's key: the WELCOME did not open" in n for n in _notes(records))
+
+
+def test_a_repeated_short_nonce_is_a_finding(tmp_path, capsys):
+    # the ERROR's six MESSAGEs carry nonces 2-7; a NOOP boxed with nonce 5 again (RFC 26: the
+    # short nonce is incremented for each command, a repeat would let a box be replayed)
+    replies = cs.messages("server", ERROR, 2) + cs.messages("server", [b"", b"NOOP"], 5)
+    keylog = _keylog(tmp_path, cs.key_line("CLIENT", cs.C_T, cs.CLIENT_T_SECRET))
+    code, records = _records(tmp_path, capsys, _session(tmp_path, replies=replies), keylog)
+    assert code == 1 and _findings(records) == [("mc0-curve", "server"), ("mc0-curve", "server")]
+    assert "short nonce 5 after 7" in " ".join(r["message"] for r in records)
+
+
+def test_a_message_box_that_does_not_open_is_a_finding_and_the_rest_a_note(tmp_path, capsys):
+    replies = bytearray(cs.messages("server", ERROR, 2))
+    replies[20] ^= 1  # inside the first MESSAGE's box (2 octets of frame header, 16 of name and nonce)
+    keylog = _keylog(tmp_path, cs.key_line("SERVER", cs.S_T, cs.SERVER_T_SECRET))
+    code, records = _records(tmp_path, capsys, _session(tmp_path, replies=bytes(replies)), keylog)
+    assert code == 1 and _findings(records) == [("mc0-curve", "server")]
+    assert "the MESSAGE box does not open" in " ".join(r["message"] for r in records)
+    assert any("server from byte" in n and "a MESSAGE did not open (bad-box)" in n for n in _notes(records))
+
+
+def test_a_frame_in_clear_after_the_handshake_is_a_finding(tmp_path, capsys):
+    replies = bytearray(cs.messages("server", ERROR, 2))
+    replies[40] ^= 0x20  # the second MESSAGE's name: "\x07MEsSAGE" is no MESSAGE command
+    code, records = _records(tmp_path, capsys, _session(tmp_path, replies=bytes(replies)))
+    assert code == 1 and _findings(records) == [("mc0-curve", "server")]
+    assert "a message frame in clear after the CURVE handshake" in " ".join(r["message"] for r in records)
 
 
 @pytest.mark.parametrize("line,problem", [

@@ -1,5 +1,5 @@
 """mc0 from the wire: ZMTP 3 greeting and CURVE handshake (RFC 25: HELLO, WELCOME, INITIATE,
-READY, in that order), then the mc0 messages.
+READY, in that order; after READY only MESSAGE commands), then the mc0 messages.
 
 Under CURVE the messages are boxes: with a session key of a key log (check-trace --keylog,
 conformance/trace/curve.py) they are opened and checked like clear-text (NULL) ones; without one
@@ -91,8 +91,9 @@ class Rules(Base):
         if self.step < len(_ORDER):
             return self._handshake(side, frame)
         body = frame.body if isinstance(frame, _Command) else frame.parts[0]
-        if not body.startswith(_MESSAGE):
-            return []  # a command in clear after the handshake (libzmq sends none); not a box
+        if not body.startswith(_MESSAGE):  # RFC 26: after READY every command is a MESSAGE
+            what = f"a {frame.name} command" if isinstance(frame, _Command) else "a message frame"
+            return [(side, "mc0-curve", f"{what} in clear after the CURVE handshake, not a MESSAGE")]
         if isinstance(frame, _Message) and len(frame.parts) > 1:
             return [(side, "mc0-curve", "MORE set on the frame carrying a CURVE MESSAGE")]
         inner, problems = self.curve.message(side, body) if self.curve else (None, [])
