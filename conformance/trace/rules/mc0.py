@@ -62,6 +62,7 @@ class Rules(Base):
         super().__init__(transport, params)
         self.mechanism: dict[str, str] = {}
         self.step = 0  # how far the CURVE handshake went
+        self.off_step = False  # the handshake went out of order: what follows is not judged as CURVE
         self.encrypted = {"client": 0, "server": 0}
         self.curve: CurveSession | None = None
         self.inner: dict[str, list[bytes]] = {"client": [], "server": []}  # parts of a boxed multi-part message
@@ -90,6 +91,9 @@ class Rules(Base):
             return []
         if self.step < len(_ORDER):
             return self._handshake(side, frame)
+        if self.off_step:
+            self.encrypted[side] += 1
+            return []
         body = frame.body if isinstance(frame, _Command) else frame.parts[0]
         if not body.startswith(_MESSAGE):  # RFC 26: after READY every command is a MESSAGE
             what = f"a {frame.name} command" if isinstance(frame, _Command) else "a message frame"
@@ -113,7 +117,7 @@ class Rules(Base):
         expected_side, expected = _ORDER[self.step]
         name = frame.name if isinstance(frame, _Command) else "a message"
         if (side, name) != (expected_side, expected):
-            self.step = len(_ORDER)  # out of step: the rest is not the handshake we know
+            self.step, self.off_step = len(_ORDER), True  # the rest is not the handshake we know
             return [(side, "mc0-curve", f"{side} sent {name} where the CURVE handshake has the "
                      f"{expected_side}'s {expected}")]
         self.step += 1
@@ -128,7 +132,9 @@ class Rules(Base):
         return self.messages.end(side, ts, how)
 
     def notes(self):
-        if self.curve is not None and self.curve.session is not None:
+        if self.off_step:
+            why = {s: "frames after a CURVE handshake out of order are not checked" for s in self.encrypted}
+        elif self.curve is not None and self.curve.session is not None:
             why = {s: "frames after the CURVE handshake are encrypted and not opened with the key log's key: "
                       + self.curve.lost.get(s, "the handshake did not give the session's key") for s in self.encrypted}
         elif self.keys:
