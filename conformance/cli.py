@@ -138,6 +138,9 @@ def _write_pcap(recorder, path: Path) -> str | None:
     except OSError as exc:
         return f"conformance run: cannot write --pcap {path}: {exc.strerror or exc}"
     print(f"capture: {path} ({len(recorder.conns)} connections, {count} packets)")
+    if keys := capture.session_keys(recorder):
+        from conformance.trace.keylog import beside
+        print(f"key log: {beside(path)} ({len(keys)} CURVE session keys; check-trace --keylog {beside(path)})")
     return None
 
 
@@ -264,7 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--param", action="append", default=[], metavar="NAME=MS",
                      help="a target timer or one of the suite's waits, e.g. silence_ms=1000")
     run.add_argument("--pcap", default=None, metavar="FILE",
-                     help="write the suite's traffic as a pcapng capture (for Wireshark and check-trace)")
+                     help="write the suite's traffic as a pcapng capture (for Wireshark and check-trace), and "
+                     "the CURVE session keys the suite generated as a key log beside it, FILE.keys (for "
+                     "check-trace --keylog)")
     run.add_argument("--time-scale", default=None, metavar="F", type=_time_scale,
                      help="stretch every wait on the target by F > 0 (a slow target); default 1")
 

@@ -134,8 +134,10 @@ def command_frame(body: bytes) -> Frame:
 class ZmtpReader:
     """The target's byte stream: a 64-octet greeting, then frames; commands and whole messages become Frames."""
 
-    def __init__(self, to_frame: Callable[[list[bytes]], Frame], max_frame: int = HARNESS_MAX_FRAME) -> None:
+    def __init__(self, to_frame: Callable[[list[bytes]], Frame], max_frame: int = HARNESS_MAX_FRAME,
+                 to_command: Callable[[bytes], Any] = command_frame) -> None:
         self._to_frame = to_frame
+        self._to_command = to_command  # the passive checker keeps a command's bytes (CURVE boxes to open)
         self._greeting = GreetingDecoder()
         self._frames = StreamDecoder(max_frame)
         self._parts: list[bytes] = []
@@ -160,7 +162,7 @@ class ZmtpReader:
             if frame.command:
                 if self._parts:
                     raise CodecError("bad-flags", "a command frame inside a multi-part message")
-                out.append(command_frame(frame.body))
+                out.append(self._to_command(frame.body))
                 continue
             self._parts.append(frame.body)
             self._parts_size += len(frame.body)

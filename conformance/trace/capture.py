@@ -6,7 +6,9 @@ end of the run each connection is written as real TCP/IP over its own loopback a
 ports: handshake, data segments (at most ``MSS`` bytes each) with sequence and
 acknowledgement numbers, FIN or RST.  The file opens in Wireshark, and `conformance
 check-trace` reads it like any capture (tests/trace check both with reference and one-bug
-targets).
+targets).  The CURVE session keys generated in this process while recording (the suite's, and
+an in-process reference implementation's) go to a key log beside the capture, FILE.keys
+(conformance/trace/keylog.py), which `check-trace --keylog` uses to open mc0's boxes.
 
 This module is imported by the channels on every run, so it needs nothing beyond the stdlib
 until a capture is written (dpkt, the 'trace' extra).
@@ -36,6 +38,7 @@ class _Conn:
 class Recorder:
     def __init__(self) -> None:
         self.conns: list[_Conn] = []
+        self.keys = None  # the keylog.Collector of CURVE session keys, while recording
         # the wire log's clock is time.monotonic(); a capture wants wall-clock time
         self.wall_offset = time.time() - time.monotonic()
 
@@ -61,13 +64,17 @@ class Tap:
 
 def start() -> Recorder:
     global _ACTIVE
+    from conformance.trace.keylog import Collector
     _ACTIVE = Recorder()
+    _ACTIVE.keys = Collector()
     return _ACTIVE
 
 
 def stop() -> Recorder | None:
     global _ACTIVE, last
     recorder, _ACTIVE = _ACTIVE, None
+    if recorder is not None and recorder.keys is not None:
+        recorder.keys.close()
     last = recorder
     return recorder
 
@@ -127,9 +134,16 @@ def _tap(local, peer, suite: str, make) -> Tap | None:
     return make(conn)
 
 
+def session_keys(recorder: Recorder) -> list:
+    return recorder.keys.keys if recorder.keys is not None else []
+
+
 def write(recorder: Recorder, path: Path) -> int:
-    """Write every recorded connection to ``path`` (pcapng); returns the number of packets."""
+    """Write every recorded connection to ``path`` (pcapng), and the CURVE session keys, if any,
+    to keylog.beside(path); returns the number of packets."""
     import dpkt
+
+    from conformance.trace import keylog
 
     packets: list[tuple[float, bytes]] = []
     isn = itertools.count(1000, 1_000_000)
@@ -141,6 +155,8 @@ def write(recorder: Recorder, path: Path) -> int:
         writer = dpkt.pcapng.Writer(fh, snaplen=262144, linktype=dpkt.pcap.DLT_EN10MB)
         for ts, frame in packets:
             writer.writepkt(frame, ts=ts)
+    if session_keys(recorder):
+        keylog.write(session_keys(recorder), keylog.beside(path))
     return len(packets)
 
 

@@ -34,14 +34,14 @@ class FileResult:
 class _LazyObserver:
     """Picks TCP or WebSocket on the client's first bytes, then is that connection's observer."""
 
-    def __init__(self, protocol: str, client, server, params: dict[str, int]) -> None:
-        self.protocol, self.client, self.server, self.params = protocol, client, server, params
+    def __init__(self, protocol: str, client, server, params: dict[str, int], keys=None) -> None:
+        self.protocol, self.client, self.server, self.params, self.keys = protocol, client, server, params, keys
         self.observer: Observer | None = None
         self.early: list[tuple] = []  # what came before the client's first bytes (a server greeting)
 
     def _open(self, transport: str) -> None:
         self.observer = Observer(self.protocol, transport, self.client, self.server,
-                                 rules_for(self.protocol, transport, self.params))
+                                 rules_for(self.protocol, transport, self.params, self.keys))
         for method, args in self.early:
             getattr(self.observer, method)(*args)
 
@@ -73,8 +73,9 @@ class _LazyObserver:
 
 
 class _Sinks:
-    def __init__(self, protocol_of_port: dict[int, str], default: str | None, params: dict[str, int]) -> None:
-        self.protocol_of_port, self.default, self.params = protocol_of_port, default, params
+    def __init__(self, protocol_of_port: dict[int, str], default: str | None, params: dict[str, int],
+                 keys=None) -> None:
+        self.protocol_of_port, self.default, self.params, self.keys = protocol_of_port, default, params, keys
         self.server_ports = set(protocol_of_port)
         self.opened = 0
 
@@ -83,14 +84,15 @@ class _Sinks:
         if protocol is None:
             return None
         self.opened += 1
-        return _LazyObserver(protocol, client, server, self.params)
+        return _LazyObserver(protocol, client, server, self.params, self.keys)
 
 
 def check_segments(segments, result: FileResult, protocol_of_port: dict[int, str], default: str | None,
-                   params: dict[str, int]) -> _Sinks:
+                   params: dict[str, int], keys=None) -> _Sinks:
     """Reassemble and observe ``segments`` (one file's, or one connection's, in capture order);
-    each connection's findings are collected as it closes, and its state let go."""
-    sinks = _Sinks(protocol_of_port, default, params)
+    each connection's findings are collected as it closes, and its state let go.  ``keys``: the
+    key log's session keys (keylog.KeyLog), for the rules that open encrypted sessions."""
+    sinks = _Sinks(protocol_of_port, default, params, keys)
 
     def done(conn) -> None:
         observer = conn.sink.finish()
@@ -107,10 +109,10 @@ def check_segments(segments, result: FileResult, protocol_of_port: dict[int, str
 
 
 def check_file(path: Path, protocol_of_port: dict[int, str], default: str | None,
-               params: dict[str, int]) -> FileResult:
+               params: dict[str, int], keys=None) -> FileResult:
     result = FileResult(path)
     try:
-        sinks = check_segments(read_segments(path, result.stats), result, protocol_of_port, default, params)
+        sinks = check_segments(read_segments(path, result.stats), result, protocol_of_port, default, params, keys)
     except CaptureProblem as exc:
         result.problems.append(str(exc))
         return result

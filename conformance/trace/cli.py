@@ -2,6 +2,7 @@
 
     conformance check-trace --protocol stmp capture.pcapng
     conformance check-trace --port 9000=stmp --port 5555=mc0 a.pcap b.pcapng --records out/passive.jsonl
+    conformance check-trace --protocol mc0 --keylog run.pcapng.keys run.pcapng   # open CURVE boxes
 
     conformance check-trace --spark [--master URL] [--conf K=V] --protocol stmp hdfs://.../*.pcap --out DIR
 
@@ -31,6 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--records", default=None, metavar="FILE", help="write findings as result records (JSON lines)")
     parser.add_argument("--impl-name", default=None, help="label the records (default: the offending side's address)")
     parser.add_argument("--strict", action="store_true", help="SHOULD findings fail too")
+    parser.add_argument("--keylog", action="append", default=[], metavar="FILE",
+                        help="a CURVE key log (repeatable): lines 'ROLE TRANSIENT_PUBLIC TRANSIENT_SECRET "
+                        "SERVER_PUBLIC' in hex, as `conformance run --pcap FILE` writes to FILE.keys; mc0 "
+                        "connections whose HELLO or INITIATE one of its keys matches are decrypted and checked")
     spark = parser.add_argument_group("at scale (the 'report' extra: PySpark, Java)")
     spark.add_argument("--spark", action="store_true",
                        help="split the work by file and connection on Spark; FILES may be URIs (hdfs://, s3a://)")
@@ -83,9 +88,15 @@ def run(args: argparse.Namespace) -> int:
     if not ports and args.protocol is None:
         print("conformance check-trace: nothing to check: give --protocol P or --port PORT=P", file=sys.stderr)
         return 2
+    from conformance.trace.keylog import KeyLogError, read
+    try:
+        keys = read(args.keylog)
+    except KeyLogError as exc:
+        print(f"conformance check-trace: --keylog {exc}", file=sys.stderr)
+        return 2
     if args.spark:
         from conformance.trace.spark import run_spark
-        code = run_spark(args, ports, params)
+        code = run_spark(args, ports, params, keys)
         return code if code != 0 else (2 if errors else 0)
     run_id, started = new_run_id(), utc_now()
     records = Path(args.records) if args.records else None
@@ -96,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     status = 2 if errors else 0
     worst = 0
     for name in args.files:
-        result = check_file(Path(name), ports, args.protocol, params)
+        result = check_file(Path(name), ports, args.protocol, params, keys)
         for problem in result.problems:
             print(f"problem: {problem}", file=sys.stderr)
         if result.problems and not result.connections:

@@ -82,7 +82,7 @@ def _connection_of(key) -> tuple:
 
 
 def _check_partition(pairs, ports: dict[int, str], default: str | None, params: dict[str, int],
-                     run: str, time: str, impl: str | None):
+                     run: str, time: str, impl: str | None, keys=None):
     """One sorted partition: its records, its problems, and one count of frames and connections."""
     from itertools import groupby
 
@@ -94,14 +94,15 @@ def _check_partition(pairs, ports: dict[int, str], default: str | None, params: 
             continue
         path = connection[0]
         result = FileResult(Path(path))
-        check_segments((Segment(*seg) for _, seg in items), result, ports, default, params)
+        check_segments((Segment(*seg) for _, seg in items), result, ports, default, params,
+                       keys.value if keys is not None else None)
         frames, connections = frames + result.frames, connections + result.connections
         yield from (record_of(x, run=run, time=time, source=path, implementation=impl)
                     for x in [*result.findings, *result.notes])
     yield {"frames": frames, "connections": connections}
 
 
-def run_spark(args, ports: dict[int, str], params: dict[str, int]) -> int:
+def run_spark(args, ports: dict[int, str], params: dict[str, int], keys=None) -> int:
     """Exit status as `conformance report`'s where they overlap: 2 a bad command line, 3 no
     capture could be read, 4 Spark could not start or the job failed; and 1 on a MUST finding."""
     from pyspark.rdd import portable_hash
@@ -131,8 +132,9 @@ def run_spark(args, ports: dict[int, str], params: dict[str, int]) -> int:
             pairs = pairs.union(sc.binaryFiles(",".join(remote)).flatMap(lambda f: _segments_of(f[0], None, f[1])))
         run, time, default, impl = new_run_id(), utc_now(), args.protocol, args.impl_name
         partitions = _partitions(on_disk, remote, sc.defaultParallelism)
+        shared = sc.broadcast(keys) if keys else None  # --keylog: the parsed keys, once per executor
         rows = (pairs.repartitionAndSortWithinPartitions(partitions, lambda key: portable_hash(_connection_of(key)))
-                .mapPartitions(lambda part: _check_partition(part, ports, default, params, run, time, impl))
+                .mapPartitions(lambda part: _check_partition(part, ports, default, params, run, time, impl, shared))
                 .collect())
         return _write(args, rows, FileSystems(spark), child)
     except LocationError as exc:

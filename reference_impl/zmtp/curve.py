@@ -80,6 +80,23 @@ class KeyPair:
         return cls(sodium.crypto_scalarmult_base(secret), secret)
 
 
+#: ``observer(role, transient key pair, server's long-term public key)`` for each CURVE mechanism
+#: created in this process: `conformance run --pcap` writes them as a key log (conformance/trace/keylog.py)
+_session_key_observers: list[Callable[[str, KeyPair, bytes], None]] = []
+
+
+def observe_session_keys(observer: Callable[[str, KeyPair, bytes], None]) -> Callable[[], None]:
+    """Call ``observer`` with every session key this process generates from now on; returns the
+    function that stops it (as a TLS stack's key log callback, for decrypting our own captures)."""
+    _session_key_observers.append(observer)
+    return lambda: _session_key_observers.remove(observer)
+
+
+def _announce(role: str, transient: KeyPair, server_public: bytes) -> None:
+    for observer in list(_session_key_observers):
+        observer(role, transient, server_public)
+
+
 def shared_key(public: bytes, secret: bytes) -> bytes:
     """The precomputed key both ends of a box between these two key pairs share."""
     return sodium.crypto_box_beforenm(public, secret)
@@ -126,14 +143,17 @@ def encode_hello(client_transient: KeyPair, server_public: bytes, nonce: int) ->
     return command_body("HELLO", b"\x01\x00" + bytes(HELLO_PADDING) + client_transient.public + short + signature)
 
 
-def decode_hello(body: bytes, server_secret: bytes) -> Hello:
+def decode_hello(body: bytes, server_secret: bytes, server_public: bytes | None = None) -> Hello:
+    """As the server opens it; or, given the client's transient secret for ``server_secret`` and
+    the server's public key, as a holder of the client's session key (a CURVE key log) does."""
     _expect(body, b"\x05HELLO", "bad-hello", len(body) == HELLO_SIZE)
     if body[6:8] != b"\x01\x00":
         raise CodecError("bad-hello", f"CurveZMQ version {body[6]}.{body[7]}, expected 1.0")
     if any(body[8:80]):
         raise CodecError("bad-hello", "anti-amplification padding is not zero")
     client_transient, short = body[80:112], body[112:120]
-    signature = _open(body[120:], b"CurveZMQHELLO---" + short, client_transient, server_secret, "HELLO signature")
+    signature = _open(body[120:], b"CurveZMQHELLO---" + short, server_public or client_transient, server_secret,
+                      "HELLO signature")
     if any(signature):
         raise CodecError("bad-box", "the HELLO signature box does not hold 64 zeros")
     return Hello(client_transient, int.from_bytes(short, "big"))
@@ -200,15 +220,21 @@ def encode_initiate(cookie: bytes, nonce: int, client: KeyPair, client_transient
 def decode_initiate(body: bytes, cookie_key: bytes, server_public: bytes) -> Initiate:
     """Open the cookie, the box and the vouch, as a server that kept no state since WELCOME would."""
     _expect(body, b"\x08INITIATE", "bad-initiate", len(body) >= MIN_INITIATE_SIZE)
-    cookie, short = body[9:105], body[105:113]
-    client_transient, server_transient_secret = open_cookie(cookie, cookie_key)
-    plain = _open(body[113:], b"CurveZMQINITIATE" + short, client_transient, server_transient_secret, "INITIATE")
-    client_public, vouch_nonce = plain[:32], plain[32:48]
-    vouch = _open(plain[48:128], b"VOUCH---" + vouch_nonce, client_public, server_transient_secret, "vouch")
+    client_transient, server_transient_secret = open_cookie(body[9:105], cookie_key)
+    nonce, client_public, vouch_nonce, vouch_box, metadata = open_initiate(body, client_transient, server_transient_secret)
+    vouch = _open(vouch_box, b"VOUCH---" + vouch_nonce, client_public, server_transient_secret, "vouch")
     if vouch != client_transient + server_public:
         raise CodecError("bad-vouch", "the vouch does not hold C' and S")
-    return Initiate(cookie, int.from_bytes(short, "big"), client_public, vouch_nonce, Metadata.decode(plain[128:]),
-                    client_transient, server_transient_secret)
+    return Initiate(body[9:105], nonce, client_public, vouch_nonce, metadata, client_transient, server_transient_secret)
+
+
+def open_initiate(body: bytes, public: bytes, secret: bytes) -> tuple[int, bytes, bytes, bytes, Metadata]:
+    """(short nonce, C, vouch nonce, vouch box, metadata) of an INITIATE's box, opened with one
+    side's transient secret and the other side's transient public key (C' and s', or S' and c')."""
+    _expect(body, b"\x08INITIATE", "bad-initiate", len(body) >= MIN_INITIATE_SIZE)
+    short = body[105:113]
+    plain = _open(body[113:], b"CurveZMQINITIATE" + short, public, secret, "INITIATE")
+    return int.from_bytes(short, "big"), plain[:32], plain[32:48], plain[48:128], Metadata.decode(plain[128:])
 
 
 # -- READY and MESSAGE ----------------------------------------------------------
@@ -289,6 +315,7 @@ class CurveClient(_CurveMechanism):
         self._transient = transient
         self._vouch_nonce = vouch_nonce
         self._state = "expect-welcome"
+        _announce("client", transient, server_key)
 
     def start(self) -> list[bytes]:
         return [encode_hello(self._transient, self._server_key, self._next_nonce())]
@@ -322,6 +349,7 @@ class CurveServer(_CurveMechanism):
         self._cookie_nonce = cookie_nonce
         self._client_transient = b""
         self._state = "expect-hello"
+        _announce("server", transient, keypair.public)
 
     def receive(self, body: bytes) -> list[bytes]:
         name, _ = split_command(body)

@@ -1,5 +1,6 @@
 """Shared by the trace tests: run cases against a one-bug target (or its correct twin) with the
-suite's capture on, then check the capture."""
+suite's capture on, then check the capture, with the key log the capture wrote beside it (mc0's
+CURVE session keys) when there is one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from conformance.selftest.command import _cases
 from conformance.selftest.engine import _grade
 from conformance.trace import capture
 from conformance.trace.check import check_file
+from conformance.trace.keylog import beside, read
 from conformance.protocols import adapter_for
 
 
@@ -38,4 +40,5 @@ def capture_cases(one: OneBug, bug: str | None, path: Path):
 def check(one: OneBug, path: Path):
     adapter = adapter_for(one.protocol)
     params = {**adapter.params, **adapter.ref_params, **(one.params or {})}
-    return check_file(path, {}, one.protocol, params)
+    keys = read([beside(path)]) if beside(path).exists() else None
+    return check_file(path, {}, one.protocol, params, keys)

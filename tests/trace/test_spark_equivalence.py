@@ -59,3 +59,25 @@ def test_spark_and_single_process_agree(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["connections"] == 15
     assert summary["implementations"] == {"127.0.0.1:9000": {"FAILED": 5, "INFORMATIONAL": 1}}
+
+
+def test_spark_and_single_process_agree_on_mc0_with_a_key_log(tmp_path, capsys):
+    """--keylog reaches the executors: the boxes open there as in one process (the second answer
+    to ID 7 is a finding in both, and no connection is left 'not checkable')."""
+    if shutil.which("java") is None:
+        pytest.skip("no Java runtime for Spark")
+    from tests.trace import curvesession as cs
+    from tests.trace.test_keylog import _keylog, _session
+    captures = [str(_session(tmp_path, name=f"curve{n}.pcap")) for n in range(2)]
+    keylog = str(_keylog(tmp_path, cs.key_line("SERVER", cs.S_T, cs.SERVER_T_SECRET)))
+
+    single = tmp_path / "single.jsonl"
+    assert main(["check-trace", "--port", "9000=mc0", *captures, "--keylog", keylog, "--records", str(single)]) == 1
+    out = tmp_path / "spark"
+    assert main(["check-trace", "--spark", "--master", "local[2]", "--port", "9000=mc0", *captures,
+                 "--keylog", keylog, "--out", str(out)]) == 1
+    capsys.readouterr()
+    expected = sorted(_key(json.loads(line)) for line in single.read_text().splitlines())
+    got = sorted(_key(json.loads(line)) for line in (out / "records.jsonl").read_text().splitlines())
+    assert got == expected
+    assert [k[2:4] for k in got] == [("mc0/passive/mc0-id-reply", "FAILED")] * 2

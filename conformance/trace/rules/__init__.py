@@ -28,6 +28,7 @@ class Rules:
     ERRORS: dict[str, str] = {}
     FRAMING = ""  # the requirement a frame that does not decode breaks, when ERRORS has no better one
     NOT_VIOLATIONS = frozenset({"too-large"})  # our own reader's limits, not the peer's fault
+    keys = None  # check-trace --keylog: the session keys (conformance.trace.keylog.KeyLog), for rules that decrypt
 
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         self.transport = transport
@@ -61,9 +62,12 @@ class Rules:
         return []
 
 
-def rules_for(protocol: str, transport: str, params: dict[str, int]) -> Rules:
+def rules_for(protocol: str, transport: str, params: dict[str, int], keys=None) -> Rules:
     module = importlib.import_module(MODULES[protocol])
-    return module.Rules(transport, params)
+    rules = module.Rules(transport, params)
+    if keys:
+        rules.keys = keys
+    return rules
 
 
 def other(side: str) -> str:

@@ -1,14 +1,57 @@
 """mc0 from the wire: ZMTP 3 greeting and CURVE handshake (RFC 25: HELLO, WELCOME, INITIATE,
-READY, in that order), read by the harness's ZMTP reader for both roles.  What follows is
-encrypted: without the session keys it is reported as not checkable, never skipped silently."""
+READY, in that order; after READY only MESSAGE commands), then the mc0 messages.
+
+Under CURVE the messages are boxes: with a session key of a key log (check-trace --keylog,
+conformance/trace/curve.py) they are opened and checked like clear-text (NULL) ones; without one
+they are reported as not checkable, never skipped silently.  The message rules (docs/profiles/mc0.md):
+
+- a message that does not decode breaks mc0-message-structure; one the client sends is owed an
+  ERROR, and a broker that ends the connection while one is owed (the client still open) broke it;
+- an OK or ERROR carrying an ID no outstanding request of this connection carried (mc0-id-reply),
+  an ERROR without its MESSAGE header (mc0-error);
+- a MESSAGE for a topic this connection never subscribed to (mc0-put-subscribers; topics match
+  exactly), or only subscribed to before it went quiet past twice its TTL (mc0-ttl-absent);
+- a MESSAGE carrying the topic and body of one of this connection's PUTs but not its X- headers,
+  in order (mc0-reserved-headers): read as that PUT's delivery;
+- a client with a TTL (from a CONNECT the broker said OK to) quiet for more than twice the TTL
+  until the connection ends, without a NOOP from the broker (mc0-noop-timing, SHOULD).
+The timed rules allow twice the TTL where the profile says one, for clock skew and a broker's timer
+granularity; a client found absent has no TTL any more (the profile drops it).  Quiet is judged
+when the client speaks again or the connection ends, never on the broker's frames alone: the
+suite's own captures (run --pcap) time what the suite received when it read it, so a NOOP sent
+while the suite slept is stamped after the client's next message.
+"""
 
 from __future__ import annotations
 
-from conformance.protocols.mc0 import message_frame
+from collections import Counter
+
+from reference_impl.common.errors import CodecError
+from reference_impl.mc0 import codec
+from reference_impl.zmtp.commands import split_command
+
 from conformance.protocols.zmtp_channel import ZmtpReader
+from conformance.trace.curve import CurveSession
 from conformance.trace.rules import Rules as Base
 
 _ORDER = [("client", "HELLO"), ("server", "WELCOME"), ("client", "INITIATE"), ("server", "READY")]
+_MESSAGE = b"\x07MESSAGE"
+_KEPT_PUTS = 64  # PUTs remembered for their delivery (X- headers), newest
+
+
+class _Command:
+    """A ZMTP command's body, kept whole: CURVE boxes to open."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.name = split_command(body)[0] if body else ""
+
+
+class _Message:
+    """A ZMTP message's frames: mc0 frames in clear, or one CURVE MESSAGE in a message frame."""
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
 
 
 class Rules(Base):
@@ -19,35 +62,204 @@ class Rules(Base):
         super().__init__(transport, params)
         self.mechanism: dict[str, str] = {}
         self.step = 0  # how far the CURVE handshake went
+        self.off_step = False  # the handshake went out of order: what follows is not judged as CURVE
         self.encrypted = {"client": 0, "server": 0}
+        self.curve: CurveSession | None = None
+        self.inner: dict[str, list[bytes]] = {"client": [], "server": []}  # parts of a boxed multi-part message
+        self.messages = _Messages()
 
     def new_reader(self, side: str):
-        return ZmtpReader(message_frame)
+        return ZmtpReader(_Message, to_command=_Command)
 
     def on_frame(self, side: str, frame, ts: float):
+        if isinstance(frame, _Command | _Message):
+            return self._zmtp(side, frame, ts)
         f = frame.fields
-        if f.get("kind") == "greeting":
-            self.mechanism[side] = f["mechanism"]
-            out = []
-            if f["major"] < 3:
-                out.append((side, "mc0-zmtp3", f"a ZMTP {f['version']} greeting, not ZMTP 3"))
-            if f["mechanism"] != "CURVE":
-                out.append((side, "mc0-curve", f"the greeting's mechanism is {f['mechanism']}, not CURVE"))
-            return out
-        if self.mechanism.get(side) != "CURVE":
+        self.mechanism[side] = f["mechanism"]
+        out = []
+        if f["major"] < 3:
+            out.append((side, "mc0-zmtp3", f"a ZMTP {f['version']} greeting, not ZMTP 3"))
+        if f["mechanism"] != "CURVE":
+            out.append((side, "mc0-curve", f"the greeting's mechanism is {f['mechanism']}, not CURVE"))
+        return out
+
+    def _zmtp(self, side: str, frame, ts: float):
+        mechanism = self.mechanism.get(side)
+        if mechanism == "NULL":
+            return self.messages.on(side, frame.parts, ts) if isinstance(frame, _Message) else []
+        if mechanism != "CURVE":
             return []
         if self.step < len(_ORDER):
-            expected_side, expected = _ORDER[self.step]
-            name = f.get("command", f.get("kind"))
-            if (side, name) != (expected_side, expected):
-                self.step = len(_ORDER)  # out of step: the rest is not the handshake we know
-                return [(side, "mc0-curve", f"{side} sent {name} where the CURVE handshake has the "
-                         f"{expected_side}'s {expected}")]
-            self.step += 1
+            return self._handshake(side, frame)
+        if self.off_step:
+            self.encrypted[side] += 1
             return []
-        self.encrypted[side] += 1
-        return []
+        body = frame.body if isinstance(frame, _Command) else frame.parts[0]
+        if not body.startswith(_MESSAGE):  # RFC 26: after READY every command is a MESSAGE
+            what = f"a {frame.name} command" if isinstance(frame, _Command) else "a message frame"
+            return [(side, "mc0-curve", f"{what} in clear after the CURVE handshake, not a MESSAGE")]
+        if isinstance(frame, _Message) and len(frame.parts) > 1:
+            return [(side, "mc0-curve", "MORE set on the frame carrying a CURVE MESSAGE")]
+        inner, problems = self.curve.message(side, body) if self.curve else (None, [])
+        out = [(who, "mc0-curve", text) for who, text in problems]
+        if inner is None:
+            self.encrypted[side] += 1
+            return out
+        if inner.command:
+            return out  # a boxed ZMTP command (PING, PONG): not an mc0 message
+        self.inner[side].append(inner.body)
+        if not inner.more:
+            parts, self.inner[side] = self.inner[side], []
+            out += self.messages.on(side, parts, ts)
+        return out
+
+    def _handshake(self, side: str, frame):
+        expected_side, expected = _ORDER[self.step]
+        name = frame.name if isinstance(frame, _Command) else "a message"
+        if (side, name) != (expected_side, expected):
+            self.step, self.off_step = len(_ORDER), True  # the rest is not the handshake we know
+            return [(side, "mc0-curve", f"{side} sent {name} where the CURVE handshake has the "
+                     f"{expected_side}'s {expected}")]
+        self.step += 1
+        if not self.keys:
+            return []
+        if self.curve is None:
+            self.curve = CurveSession(self.keys)
+        problems = getattr(self.curve, name.lower())(frame.body)
+        return [(who, "mc0-curve", text) for who, text in problems]
+
+    def on_end(self, side: str, ts: float, how: str, pending: int):
+        return self.messages.end(side, ts, how)
 
     def notes(self):
-        return [(side, f"{n} frames after the CURVE handshake are encrypted: not checkable without the session keys")
-                for side, n in self.encrypted.items() if n]
+        if self.off_step:
+            why = {s: "frames after a CURVE handshake out of order are not checked" for s in self.encrypted}
+        elif self.curve is not None and self.curve.session is not None:
+            why = {s: "frames after the CURVE handshake are encrypted and not opened with the key log's key: "
+                      + self.curve.lost.get(s, "the handshake did not give the session's key") for s in self.encrypted}
+        elif self.keys:
+            why = {s: "frames after the CURVE handshake are encrypted: no session key in the key log matched this "
+                      "connection (its HELLO's C' or its INITIATE)" for s in self.encrypted}
+        else:
+            why = {s: "frames after the CURVE handshake are encrypted: not checkable without the session keys "
+                      "(check-trace --keylog)" for s in self.encrypted}
+        return [(side, f"{n} {why[side]}") for side, n in self.encrypted.items() if n]
+
+
+class _Messages:
+    """The mc0 message rules of one connection (the module's docstring lists them)."""
+
+    def __init__(self) -> None:
+        self.asked: Counter[bytes] = Counter()  # IDs of the client's requests not answered yet
+        self.owed_errors = 0  # the client's messages that did not decode, not answered by an ERROR yet
+        self.subscribed: set[bytes] = set()
+        self.lapsed: set[bytes] = set()  # subscriptions dropped by the client's absence
+        self.connects: dict[bytes, float] = {}  # CONNECT ID -> its TTL (s), until the broker answers it
+        self.ttl: float | None = None
+        self.heard: float | None = None  # when the client last sent a message
+        self.noop: float | None = None  # when the broker last sent NOOP
+        self.puts: list[tuple[bytes, tuple[bytes, ...], tuple]] = []
+        self.ended: set[str] = set()
+
+    def on(self, side: str, parts: list[bytes], ts: float):
+        if side == "client":
+            self._absent(ts)
+        out = []
+        try:
+            message = codec.decode_message(parts)
+        except CodecError as exc:
+            if side == "client":
+                self.owed_errors += 1
+                request_id = codec.salvage_id(parts)
+                if request_id is not None:
+                    self.asked[request_id] += 1
+                self.heard = ts
+            return out + [(side, "mc0-message-structure", f"a message that does not decode ({exc.code}): {exc}")]
+        if side == "client":
+            self.heard = ts
+            return out + self._request(message)
+        return out + self._reply(message, ts)
+
+    def _request(self, message: codec.Mc0Message):
+        if message.id is not None:
+            self.asked[message.id] += 1
+        if message.verb == codec.CONNECT and message.id is not None:
+            ttl = message.header(codec.TTL)
+            if ttl is not None and ttl.isdigit() and int(ttl) > 0:
+                self.connects[message.id] = int(ttl) / 1000
+        elif message.verb == codec.SUB and message.positional:
+            self.subscribed.update(message.positional)
+        elif message.verb == codec.PUT and message.header(codec.TOPIC) is not None and message.positional is not None:
+            self.puts = [*self.puts[-_KEPT_PUTS + 1:], (message.header(codec.TOPIC), message.extensions,
+                                                         message.positional)]
+        elif message.verb == codec.DISCONNECT:
+            self.ttl = None  # the broker drops the CONNECT parameters (its deliveries in flight may still come)
+        return []
+
+    def _reply(self, message: codec.Mc0Message, ts: float):
+        out = []
+        if message.verb == codec.NOOP:
+            self.noop = ts
+        if message.verb in (codec.OK, codec.ERROR) and message.id is not None:
+            request_id = message.id
+            if self.asked[request_id] > 0:
+                self.asked[request_id] -= 1
+            else:
+                out.append(("server", "mc0-id-reply", f"{message.verb.decode()} ID {request_id[:40]!r}: no request "
+                            f"of this connection with that ID is waiting for its answer", "client"))
+            ttl = self.connects.pop(request_id, None)
+            if ttl is not None and message.verb == codec.OK:
+                self.ttl = ttl
+        if message.verb == codec.ERROR:
+            self.owed_errors = max(0, self.owed_errors - 1)
+            if message.header(codec.DESCRIPTION) is None:
+                out.append(("server", "mc0-error", "an ERROR without its MESSAGE header"))
+        if message.verb == codec.MESSAGE:
+            out += self._delivery(message)
+        return out
+
+    def _delivery(self, message: codec.Mc0Message):
+        topic = message.header(codec.TOPIC)
+        if topic is None:
+            return []
+        out = []
+        if topic not in self.subscribed:
+            if topic in self.lapsed:
+                out.append(("server", "mc0-ttl-absent", f"a MESSAGE for {topic[:40]!r}, subscribed to only before "
+                            f"the client went quiet past its TTL (absent: its subscriptions dropped)", "client"))
+            else:
+                out.append(("server", "mc0-put-subscribers", f"a MESSAGE for {topic[:40]!r}, a topic this connection "
+                            f"never subscribed to (topics match exactly)", "client"))
+        for at, (put_topic, extensions, positional) in enumerate(self.puts):
+            if put_topic == topic and positional == message.positional:
+                del self.puts[at]
+                if message.extensions != extensions:
+                    out.append(("server", "mc0-reserved-headers", f"the delivery of this connection's PUT to "
+                                f"{topic[:40]!r} carries X- headers {_keys(message.extensions)}, the PUT "
+                                f"{_keys(extensions)}: they are forwarded untouched, in order"))
+                break
+        return out
+
+    def _absent(self, now: float) -> None:
+        """The client speaks at ``now``: quiet since it was last heard for more than twice its TTL,
+        it was absent, its subscriptions and TTL dropped."""
+        if self.ttl is not None and self.heard is not None and now - self.heard > 2 * self.ttl:
+            self.lapsed |= self.subscribed
+            self.subscribed, self.ttl = set(), None
+
+    def end(self, side: str, ts: float, how: str):
+        out = []
+        if not self.ended and self.ttl is not None and self.heard is not None and ts - self.heard > 2 * self.ttl \
+                and (self.noop is None or self.noop < self.heard):
+            out.append(("server", "mc0-noop-timing", f"the client (TTL {self.ttl * 1000:.0f} ms) was quiet for "
+                        f"{(ts - self.heard) * 1000:.0f} ms until the connection ended, and the broker sent no NOOP"))
+        if side == "server" and "client" not in self.ended and self.owed_errors:
+            out.append(("server", "mc0-message-structure", f"the broker ended the connection ({how}) owing the ERROR "
+                        f"for {self.owed_errors} message(s) that did not decode: a malformed message gets ERROR and "
+                        f"the broker keeps serving"))
+        self.ended.add(side)
+        return out
+
+
+def _keys(headers) -> str:
+    return "[" + ", ".join(k[:20].decode("latin-1") for k, _ in headers) + "]"

@@ -1,0 +1,147 @@
+"""check-trace --keylog: a CURVE session built by hand (tests/trace/curvesession.py) is opened
+with either side's short-term key from the key log, and the mc0 messages inside are checked;
+bad key log lines and a key log that matches nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance.cli import main
+from tests.trace import curvesession as cs
+from tests.trace.pcapfiles import CLIENT, SERVER, data, syns, write_pcap
+
+# mc0 (docs/profiles/mc0.md): '' FROBNICATE ID 7, answered by ERROR ID 7 MESSAGE ..., then by an
+# OK ID 7 too: one answer too many (mc0-id-reply), visible only inside the boxes
+REQUEST = [b"", b"FROBNICATE", b"ID", b"7"]
+ERROR = [b"", b"ERROR", b"ID", b"7", b"MESSAGE", b"unknown verb"]
+SECOND_OK = [b"", b"OK", b"ID", b"7"]
+
+
+def _session(tmp_path, welcome=None, name="curve.pcap", replies=None):
+    """The exchange in the order a client waits for: greetings and HELLO, WELCOME, INITIATE,
+    READY, the request, the broker's two answers."""
+    welcome = welcome or cs.welcome()
+    client = [cs.greeting(False) + cs.hello(), cs.initiate(), cs.messages("client", REQUEST, 3)]
+    server = [cs.greeting(True) + welcome, cs.ready(),
+              replies if replies is not None else cs.messages("server", ERROR, 2) + cs.messages("server", SECOND_OK, 8)]
+    segments, at = [*syns()], {CLIENT: 0, SERVER: 0}
+    for c, s in zip(client, server):
+        for side, payload in ((CLIENT, c), (SERVER, s)):
+            segments.append(data(side, at[side], payload))
+            at[side] += len(payload)
+    return write_pcap(tmp_path / name, segments)
+
+
+def _keylog(tmp_path, *lines, name="keys.txt"):
+    path = tmp_path / name
+    path.write_text("# CURVE key log v1: ROLE TRANSIENT_PUBLIC TRANSIENT_SECRET SERVER_PUBLIC (hex)\n"
+                    + "".join(line + "\n" for line in lines))
+    return path
+
+
+def _records(tmp_path, capsys, pcap, *keylogs):
+    out = tmp_path / "records.jsonl"
+    args = ["check-trace", "--port", "9000=mc0", str(pcap), "--records", str(out)]
+    for keylog in keylogs:
+        args += ["--keylog", str(keylog)]
+    code = main(args)
+    capsys.readouterr()
+    return code, [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def _findings(records):
+    return [(r["requirementId"], r["sender"]) for r in records if r["grade"] != "INFORMATIONAL"]
+
+
+def _notes(records):
+    return [r["message"] for r in records if r["grade"] == "INFORMATIONAL"]
+
+
+def test_without_a_key_log_the_messages_are_not_checkable(tmp_path, capsys):
+    code, records = _records(tmp_path, capsys, _session(tmp_path))
+    assert code == 0 and _findings(records) == []
+    notes = _notes(records)
+    assert len(notes) == 2 and all("not checkable without the session keys" in n for n in notes)
+    assert any("client from byte" in n and ": 4 frames" in n for n in notes)  # FROBNICATE's 4 MESSAGEs
+
+
+@pytest.mark.parametrize("role,public,secret", [("CLIENT", cs.C_T, cs.CLIENT_T_SECRET),
+                                                ("SERVER", cs.S_T, cs.SERVER_T_SECRET)])
+def test_either_sides_short_term_key_opens_the_messages(tmp_path, capsys, role, public, secret):
+    keylog = _keylog(tmp_path, cs.key_line(role, public, secret))
+    code, records = _records(tmp_path, capsys, _session(tmp_path), keylog)
+    assert _findings(records) == [("mc0-id-reply", "server")]  # the second answer to ID 7
+    assert "OK ID b'7'" in [r["message"] for r in records if r["grade"] == "FAILED"][0]
+    assert code == 1 and _notes(records) == []
+
+
+def test_a_key_log_that_matches_nothing_says_so(tmp_path, capsys):
+    other = cs.crypto_scalarmult_base(cs.OTHER_T_SECRET)
+    keylog = _keylog(tmp_path, cs.key_line("CLIENT", other, cs.OTHER_T_SECRET),
+                     cs.key_line("SERVER", other, cs.OTHER_T_SECRET))
+    code, records = _records(tmp_path, capsys, _session(tmp_path), keylog)
+    assert code == 0 and _findings(records) == []
+    notes = _notes(records)
+    assert len(notes) == 2 and all("no session key in the key log matched this connection" in n for n in notes)
+
+
+def test_a_welcome_not_boxed_by_the_key_the_hello_was_for_is_a_finding(tmp_path, capsys):
+    # a broker with another long-term key answered the HELLO boxed for S (RFC 26: the server opens
+    # the HELLO box with its own key first); under S the WELCOME does not open
+    wrong = _session(tmp_path, welcome=cs.welcome(signer_secret=bytes(range(200, 232))))
+    keylog = _keylog(tmp_path, cs.key_line("CLIENT", cs.C_T, cs.CLIENT_T_SECRET))
+    code, records = _records(tmp_path, capsys, wrong, keylog)
+    assert code == 1 and _findings(records) == [("mc0-curve", "server")]
+    assert any("not opened with the key log's key: the WELCOME did not open" in n for n in _notes(records))
+
+
+def test_a_repeated_short_nonce_is_a_finding(tmp_path, capsys):
+    # the ERROR's six MESSAGEs carry nonces 2-7; a NOOP boxed with nonce 5 again (RFC 26: the
+    # short nonce is incremented for each command, a repeat would let a box be replayed)
+    replies = cs.messages("server", ERROR, 2) + cs.messages("server", [b"", b"NOOP"], 5)
+    keylog = _keylog(tmp_path, cs.key_line("CLIENT", cs.C_T, cs.CLIENT_T_SECRET))
+    code, records = _records(tmp_path, capsys, _session(tmp_path, replies=replies), keylog)
+    assert code == 1 and _findings(records) == [("mc0-curve", "server"), ("mc0-curve", "server")]
+    assert "short nonce 5 after 7" in " ".join(r["message"] for r in records)
+
+
+def test_a_message_box_that_does_not_open_is_a_finding_and_the_rest_a_note(tmp_path, capsys):
+    replies = bytearray(cs.messages("server", ERROR, 2))
+    replies[20] ^= 1  # inside the first MESSAGE's box (2 octets of frame header, 16 of name and nonce)
+    keylog = _keylog(tmp_path, cs.key_line("SERVER", cs.S_T, cs.SERVER_T_SECRET))
+    code, records = _records(tmp_path, capsys, _session(tmp_path, replies=bytes(replies)), keylog)
+    assert code == 1 and _findings(records) == [("mc0-curve", "server")]
+    assert "the MESSAGE box does not open" in " ".join(r["message"] for r in records)
+    assert any("server from byte" in n and "a MESSAGE did not open (bad-box)" in n for n in _notes(records))
+
+
+def test_a_frame_in_clear_after_the_handshake_is_a_finding(tmp_path, capsys):
+    replies = bytearray(cs.messages("server", ERROR, 2))
+    replies[40] ^= 0x20  # the second MESSAGE's name: "\x07MEsSAGE" is no MESSAGE command
+    code, records = _records(tmp_path, capsys, _session(tmp_path, replies=bytes(replies)))
+    assert code == 1 and _findings(records) == [("mc0-curve", "server")]
+    assert "a message frame in clear after the CURVE handshake" in " ".join(r["message"] for r in records)
+
+
+@pytest.mark.parametrize("line,problem", [
+    ("CLIENT abc", "expected ROLE TRANSIENT_PUBLIC TRANSIENT_SECRET SERVER_PUBLIC, got 2 fields"),
+    ("PEER " + " ".join([cs.C_T.hex(), cs.CLIENT_T_SECRET.hex(), cs.S.hex()]), "the role is CLIENT or SERVER"),
+    ("CLIENT " + " ".join([cs.C_T.hex()[:-1] + "g", cs.CLIENT_T_SECRET.hex(), cs.S.hex()]),
+     "the transient public key is not 64 hex digits"),
+    ("SERVER " + " ".join([cs.C_T.hex(), cs.SERVER_T_SECRET.hex(), cs.S.hex()]),
+     "the transient public key does not belong to the secret key"),
+])
+def test_a_malformed_key_log_line_names_file_and_line(tmp_path, capsys, line, problem):
+    keylog = _keylog(tmp_path, "", cs.key_line("CLIENT", cs.C_T, cs.CLIENT_T_SECRET), line)
+    assert main(["check-trace", "--port", "9000=mc0", str(_session(tmp_path)), "--keylog", str(keylog)]) == 2
+    err = capsys.readouterr().err
+    assert f"--keylog {keylog}:4: {problem}" in err, err
+    assert "Traceback" not in err
+
+
+def test_a_missing_key_log_is_a_usage_error(tmp_path, capsys):
+    assert main(["check-trace", "--port", "9000=mc0", str(_session(tmp_path)),
+                 "--keylog", str(tmp_path / "nope.keys")]) == 2
+    assert f"{tmp_path / 'nope.keys'}: cannot read the key log" in capsys.readouterr().err
