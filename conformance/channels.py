@@ -153,11 +153,12 @@ class TcpChannel:
             async with asyncio.timeout(capture.DRAIN_S):
                 await asyncio.sleep(0)  # bytes the loop has already taken from the socket
                 # reader.read() does not suspend while any of these hold: only what has arrived
-                while not ended and (reader._buffer or reader._eof or reader.exception()):
+                while not ended and budget > 0 and (reader._buffer or reader._eof or reader.exception()):
                     data = await self._read_for_capture()
                     ended = data is None
                     if data:
                         self._kept.append(data)
+                        budget -= len(data)
                 self._tap.ended(by_suite=True)
                 if not ended and self._write_eof():
                     while budget > 0 and (data := await self._read_for_capture()) is not None:
@@ -292,7 +293,8 @@ class WsChannel:
             pass
         if tap:  # ... and those that came during the closing handshake after it; then the peer's end
             await self._take_queued(tap)
-            tap.ended(by_suite=False)
+            if self._ws.protocol.close_rcvd is not None:  # it answered the close (else the suite gave up on it)
+                tap.ended(by_suite=False)
             self._tap = None
 
     async def _take_queued(self, tap: capture.Tap) -> None:
