@@ -58,6 +58,7 @@ class TcpChannel:
         self._log = log
         self.closed = False
         self._tap = capture.tap(writer, suite_role)  # `conformance run --pcap`: None otherwise
+        self._kept: list[bytes] = []  # what the close drained that a recv without --pcap would still get
 
     @classmethod
     async def open(cls, url: str, log: WireLog, timeout: float) -> "TcpChannel":
@@ -94,6 +95,8 @@ class TcpChannel:
             self.closed = True
 
     async def recv(self, timeout: float) -> bytes | None:
+        if self._kept:
+            return self._hand_over()
         if self.closed:
             return None
         try:
@@ -127,15 +130,66 @@ class TcpChannel:
     async def half_close(self) -> None:
         if self._tap:
             self._tap.ended(by_suite=True)
+        self._write_eof()
+
+    def _write_eof(self) -> bool:
         if self._writer.can_write_eof():
             try:
                 self._writer.write_eof()
+                return True
             except OSError:
                 pass
+        return False
+
+    async def _drain(self) -> None:
+        """`run --pcap`: before closing, the capture gets what the peer still sends, as tcpdump
+        would show it.  What has already arrived came before the suite's FIN; then a half-close
+        lets the peer answer and end, and the capture reads until its FIN or RST (most peers
+        close on EOF at once), capture.DRAIN_S or capture.DRAIN_BYTES.  Not the case's: it has
+        been graded; a recv after the close still gets what had arrived, then the end, as it
+        would without --pcap."""
+        reader, budget, ended = self._reader, capture.DRAIN_BYTES, False
+        try:
+            async with asyncio.timeout(capture.DRAIN_S):
+                await asyncio.sleep(0)  # bytes the loop has already taken from the socket
+                # reader.read() does not suspend while any of these hold: only what has arrived
+                while not ended and budget > 0 and (reader._buffer or reader._eof or reader.exception()):
+                    data = await self._read_for_capture()
+                    ended = data is None
+                    if data:
+                        self._kept.append(data)
+                        budget -= len(data)
+                self._tap.ended(by_suite=True)
+                if not ended and self._write_eof():
+                    while budget > 0 and (data := await self._read_for_capture()) is not None:
+                        budget -= len(data)
+        except TimeoutError:
+            pass
+        reader._buffer.clear()  # bytes the drain left unread: without --pcap none of them is read either
+        self._tap.ended(by_suite=True)  # a peer still sending after the deadline: the suite closes anyway
+
+    async def _read_for_capture(self) -> bytes | None:
+        """One read recorded in the capture alone; None once the peer has ended (FIN or RST)."""
+        try:
+            data = await self._reader.read(READ_CHUNK)
+        except OSError:
+            self._tap.ended(by_suite=False, how="RST")
+            return None
+        if not data:
+            self._tap.ended(by_suite=False)
+            return None
+        self._tap.received(data)
+        return data
+
+    def _hand_over(self) -> bytes:
+        data = self._kept.pop(0)  # captured already
+        self._log.received(data)
+        return data
 
     async def close(self) -> None:
         if self._tap:
-            self._tap.ended(by_suite=True)
+            await self._drain()
+            self._tap = None  # the capture of this connection ends here (a later EOF is the suite's own close)
         self._writer.close()
         try:
             await asyncio.wait_for(self._writer.wait_closed(), 2)
@@ -161,6 +215,7 @@ class WsChannel:
         self._log = log
         self.closed = False
         self._tap = capture.tap_ws(ws, suite_role)  # `conformance run --pcap`: None otherwise
+        self._kept: list[bytes | str] = []  # what the close drained that a recv without --pcap would still get
 
     @classmethod
     async def open(cls, url: str, log: WireLog, timeout: float, max_size: int) -> "WsChannel":
@@ -192,6 +247,10 @@ class WsChannel:
             self.closed = True
 
     async def recv(self, timeout: float) -> bytes | str | None:
+        if self._kept:
+            data = self._kept.pop(0)  # captured already
+            self._log.received(data)
+            return data
         if self.closed:
             return None
         try:
@@ -224,9 +283,31 @@ class WsChannel:
         await self.close()
 
     async def close(self) -> None:
-        if self._tap:
-            self._tap.ended(by_suite=True)
+        tap = self._tap
+        if tap:  # `run --pcap`: messages that had arrived came before the suite's close
+            await self._take_queued(tap)
+            tap.ended(by_suite=True)
         try:
             await asyncio.wait_for(self._ws.close(), 3)
         except (OSError, asyncio.TimeoutError, ConnectionClosed):
             pass
+        if tap:  # ... and those that came during the closing handshake after it; then the peer's end
+            await self._take_queued(tap)
+            if self._ws.protocol.close_rcvd is not None:  # it answered the close (else the suite gave up on it)
+                tap.ended(by_suite=False)
+            self._tap = None
+
+    async def _take_queued(self, tap: capture.Tap) -> None:
+        """The messages websockets has received and not handed over, into the capture (the closing
+        handshake itself waits for the peer, up to 3 s); a recv after the close still gets them,
+        then the close, as it would without --pcap."""
+        budget = capture.DRAIN_BYTES
+        while budget > 0:
+            try:
+                async with asyncio.timeout(0):  # only what has arrived: a recv that would wait is cancelled
+                    data = await self._ws.recv()
+            except (TimeoutError, ConnectionClosed):
+                return
+            tap.received(data)
+            self._kept.append(data)
+            budget -= len(data)
