@@ -11,6 +11,7 @@ from conformance.selftest.command import _cases
 from conformance.selftest.engine import _grade
 from conformance.trace import capture
 from conformance.trace.check import check_file
+from conformance.trace.sessions import Sessions
 from conformance.protocols import adapter_for
 
 
@@ -38,4 +39,8 @@ def capture_cases(one: OneBug, bug: str | None, path: Path):
 def check(one: OneBug, path: Path):
     adapter = adapter_for(one.protocol)
     params = {**adapter.params, **adapter.ref_params, **(one.params or {})}
-    return check_file(path, {}, one.protocol, params)
+    result = check_file(path, {}, one.protocol, params)
+    sessions = Sessions()  # the checks across the capture's connections, as the CLI runs them
+    sessions.add(str(path), result.facts)
+    result.findings += [finding for _, finding in sessions.findings()]
+    return result
