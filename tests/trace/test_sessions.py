@@ -1,0 +1,107 @@
+"""Checks across connections (conformance/trace/sessions): an RSocket session set up on one
+connection and resumed on another, on hand-built captures (tests/trace/rsocket_frames.py).
+
+Positions are hand-computed: the client's REQUEST_STREAM is 17 bytes (implied positions 0-17),
+each server PAYLOAD of one byte 7 (0-7, 7-14)."""
+
+from __future__ import annotations
+
+import json
+
+from conformance.cli import main
+from conformance.trace.check import check_file
+from conformance.trace.sessions import Sessions
+from tests.trace import rsocket_frames as rs
+from tests.trace.pcapfiles import conversation, write_pcap
+
+SERVER = ("127.0.0.1", 7878)
+FIRST, SECOND = ("127.0.0.1", 40001), ("127.0.0.1", 40002)
+RESUMED = f"{SECOND[0]}:{SECOND[1]} -> {SERVER[0]}:{SERVER[1]}"
+
+
+def _set_up(*extra, lease=False):
+    """The first connection: SETUP with R (and L), a stream of two PAYLOADs; then its transport drops."""
+    return conversation(FIRST, SERVER, [("client", rs.setup(lease) + rs.REQUEST_STREAM),
+                                        *([("server", rs.lease())] if lease else []),
+                                        ("server", rs.payload(b"0")), ("server", rs.payload(b"1")), *extra])
+
+
+def _resumed(*moves, start=900):
+    return conversation(SECOND, SERVER, list(moves), start=start)
+
+
+def _capture(tmp_path, *connections, pause_after=None, name="c.pcap"):
+    """One capture of the connections in turn, a millisecond apart; a second's pause after the
+    segment numbered ``pause_after`` (the connection's FINs come that much after it)."""
+    segments = [seg for conn in connections for seg in conn]
+    times = [1000.0 + i / 1000 + (1.0 if pause_after is not None and i > pause_after else 0)
+             for i in range(len(segments))]
+    return write_pcap(tmp_path / name, segments, times=times)
+
+
+def _findings(*paths):
+    sessions = Sessions()
+    for path in paths:
+        result = check_file(path, {}, "rsocket", {})
+        assert result.findings == [] and result.problems == [], [str(f) for f in result.findings]
+        sessions.add(str(path), result.facts)
+    return [(f.requirement, f.sender, f.connection, f.frame) for _, f in sessions.findings()]
+
+
+def test_a_resume_ok_below_what_the_server_answered_is_a_finding(tmp_path):
+    # the server answered the REQUEST_STREAM (positions 0-17) with PAYLOADs: it received 17
+    bad = _capture(tmp_path, _set_up(), _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(14))))
+    assert _findings(bad) == [("rsocket-resume-ok-position", "server", RESUMED, 0)]
+    good = _capture(tmp_path, _set_up(), _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(17))),
+                    name="good.pcap")
+    assert _findings(good) == []
+
+
+def test_without_the_setup_connection_nothing_is_judged(tmp_path):
+    only = _capture(tmp_path, _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(14))))
+    assert _findings(only) == []
+
+
+def test_the_session_spans_files_and_the_cli_reports_it(tmp_path, capsys):
+    first = _capture(tmp_path, _set_up(), name="first.pcap")
+    second = _capture(tmp_path, _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(14))),
+                      name="second.pcap")
+    records = tmp_path / "records.jsonl"
+    assert main(["check-trace", "--port", "7878=rsocket", str(first), str(second), "--records", str(records)]) == 1
+    assert "across connections: 1 findings" in capsys.readouterr().out
+    (record,) = [json.loads(line) for line in records.read_text().splitlines()]
+    assert (record["requirementId"], record["capture"], record["connection"]) == \
+        ("rsocket-resume-ok-position", str(second), RESUMED)
+
+
+def test_a_resume_below_the_clients_keepalive_position_is_a_finding(tmp_path):
+    said = _capture(tmp_path, _set_up(("client", rs.keepalive(14))),
+                    _resumed(("client", rs.resume(0)), ("server", rs.resume_ok(17))))
+    assert _findings(said) == [("rsocket-resume-client-first-frame", "client", RESUMED, 0)]
+    # without the KEEPALIVE nothing shows the PAYLOADs reached the client: they may have been in flight
+    unsaid = _capture(tmp_path, _set_up(), _resumed(("client", rs.resume(0)), ("server", rs.resume_ok(17))),
+                      name="unsaid.pcap")
+    assert _findings(unsaid) == []
+
+
+def test_after_resume_ok_the_server_goes_on_from_the_clients_position(tmp_path):
+    resume = [("client", rs.resume(7)), ("server", rs.resume_ok(17))]
+    replayed = _capture(tmp_path, _set_up(), _resumed(*resume, ("server", rs.payload(b"1")),
+                                                      ("server", rs.payload(b"2"))))
+    assert _findings(replayed) == []
+    skipped = _capture(tmp_path, _set_up(), _resumed(*resume, ("server", rs.payload(b"2"))), name="skipped.pcap")
+    assert _findings(skipped) == [("rsocket-resume-server-implied-position", "server", RESUMED, 1)]
+    # nothing again, and the connection ends a second after RESUME_OK (segment 10 of the capture)
+    silent = _capture(tmp_path, _set_up(), _resumed(*resume), pause_after=10, name="silent.pcap")
+    assert _findings(silent) == [("rsocket-resume-server-implied-position", "server", RESUMED, 0)]
+    # ... but a connection that ends at once may have been cut before the frames came
+    brief = _capture(tmp_path, _set_up(), _resumed(*resume), name="brief.pcap")
+    assert _findings(brief) == []
+
+
+def test_a_leased_session_gets_a_lease_after_resume_ok(tmp_path):
+    resume = [("client", rs.resume(14)), ("server", rs.resume_ok(17))]
+    renewed = _capture(tmp_path, _set_up(lease=True), _resumed(*resume, ("server", rs.lease())), pause_after=11)
+    assert _findings(renewed) == []
+    stale = _capture(tmp_path, _set_up(lease=True), _resumed(*resume), pause_after=11, name="stale.pcap")
+    assert _findings(stale) == [("rsocket-resume-lease-restart", "server", RESUMED, 0)]
