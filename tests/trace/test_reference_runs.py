@@ -9,6 +9,7 @@ import pytest
 from conformance.cli import main
 from conformance.trace import capture
 from conformance.trace.check import check_file
+from conformance.trace.sessions import Sessions
 from conformance.protocols import adapter_for
 
 pytestmark = pytest.mark.slow
@@ -32,5 +33,8 @@ def test_reference_run_capture_has_no_finding_against_the_target(protocol, tmp_p
     adapter = adapter_for(protocol)
     result = check_file(pcap, {}, protocol, {**adapter.params, **adapter.ref_params})
     assert result.connections > 0 and result.frames > 0
+    sessions = Sessions()  # and across connections (resumed RSocket sessions, MTL leases)
+    sessions.add(str(pcap), result.facts)
+    findings = result.findings + [finding for _, finding in sessions.findings()]
     target = capture.target_sides(capture.last)
-    assert [str(f) for f in result.findings if target[f.connection] == f.sender] == []
+    assert [str(f) for f in findings if target[f.connection] == f.sender] == []
