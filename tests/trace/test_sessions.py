@@ -105,3 +105,36 @@ def test_a_leased_session_gets_a_lease_after_resume_ok(tmp_path):
     assert _findings(renewed) == []
     stale = _capture(tmp_path, _set_up(lease=True), _resumed(*resume), pause_after=11, name="stale.pcap")
     assert _findings(stale) == [("rsocket-resume-lease-restart", "server", RESUMED, 0)]
+
+
+# -- MTL leases: the checker on facts as conformance/trace/rules/mtl.py gives them ---------------
+
+def _lease_fact(client_port: int, *answers, ended=None):
+    """A data connection's presentations of one lease: (asked, code, answered) times in seconds."""
+    return {"first_ts": answers[0][0], "dead_after": 3.5, "ended": ended, "transport": "tcp",
+            "connection": f"127.0.0.1:{client_port} -> 127.0.0.1:7000", "capture": "c.pcap",
+            "endpoints": {"client": f"127.0.0.1:{client_port}", "server": "127.0.0.1:7000"},
+            "answers": [{"asked": asked, "code": code, "ts": ts, "at": {"frame": n, "offset": 10 * n, "end": None}}
+                        for n, (asked, code, ts) in enumerate(answers)]}
+
+
+def _lease_findings(*facts):
+    from conformance.trace.sessions import findings_of
+    return [(f.requirement, f.connection.split(" ")[0], f.frame) for _, f in findings_of("mtl", list(facts))]
+
+
+def test_a_lease_granted_on_a_second_connection_while_the_first_holds_it():
+    first, second = _lease_fact(1, (1.0, 200, 1.001)), _lease_fact(2, (1.01, 200, 1.011))
+    assert _lease_findings(first, second) == [("mtl-lease-response", "127.0.0.1:2", 0)]
+    # refused on the second, granted again on the first: the profile's own case
+    assert _lease_findings(_lease_fact(1, (1.0, 200, 1.001), (1.02, 200, 1.021)),
+                           _lease_fact(2, (1.01, 403, 1.011))) == []
+
+
+def test_a_lease_is_not_judged_once_its_holder_may_have_let_it_go():
+    assert _lease_findings(_lease_fact(1, (1.0, 200, 1.001), ended=1.005), _lease_fact(2, (1.01, 200, 1.011))) == []
+    # past the heartbeat timeout the server may have dropped the holder as a dead peer
+    assert _lease_findings(_lease_fact(1, (1.0, 200, 1.001)), _lease_fact(2, (5.0, 200, 5.001))) == []
+    # a first presentation refused holds nothing; answers that crossed prove no order
+    assert _lease_findings(_lease_fact(1, (1.0, 403, 1.001)), _lease_fact(2, (1.01, 200, 1.011))) == []
+    assert _lease_findings(_lease_fact(1, (1.0, 200, 1.02)), _lease_fact(2, (1.01, 200, 1.011))) == []
