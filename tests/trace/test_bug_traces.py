@@ -77,8 +77,10 @@ UNSEEN = {
     "micromessage2": {
         "no-error-missing-required": "what a server supports is not on the wire: one that lacks the client's "
                                      "required extension and answers with its hello looks like one that has it",
-        "fan-out-to-one": "needs every subscriber's connection correlated with the publisher's: the observers watch "
-                          "one connection each",
+        "fan-out-to-one": "the suite reads the first subscriber only after its wait on the second failed, so no "
+                          "delivery of the publication is in the capture, and nothing acks it: nothing proves the "
+                          "server received the SEND (a capture showing a delivery to one subscriber is checked "
+                          "across connections)",
         "ack-not-cumulative-across-wrap": "the server counts acks short and sends fewer messages than its window "
                                           "allows: a capture cannot tell that from a slow sender",
         "open-after-eof-mid-frame": "the server's close never comes: the observer knows no time past the "

@@ -138,3 +138,92 @@ def test_a_lease_is_not_judged_once_its_holder_may_have_let_it_go():
     # a first presentation refused holds nothing; answers that crossed prove no order
     assert _lease_findings(_lease_fact(1, (1.0, 403, 1.001)), _lease_fact(2, (1.01, 200, 1.011))) == []
     assert _lease_findings(_lease_fact(1, (1.0, 200, 1.02)), _lease_fact(2, (1.01, 200, 1.011))) == []
+
+
+# -- Micromessage2 topics: the checker on facts as conformance/trace/rules/micromessage2.py gives them
+
+def _topic_fact(client_port: int, proven=None, published=(), delivered=(), last_ts=5.0, complete=True):
+    return {"first_ts": 1.0, "subscribed": proven and 1.0, "proven": proven, "unsubscribed": False,
+            "published": [(ts, digest, {"frame": 4, "offset": 144, "end": None}) for ts, digest in published],
+            "delivered": list(delivered), "window": 1.0, "ended": True, "last_ts": last_ts, "complete": complete,
+            "connection": f"127.0.0.1:{client_port} -> 127.0.0.1:7100", "capture": "c.pcap", "transport": "tcp",
+            "endpoints": {"client": f"127.0.0.1:{client_port}", "server": "127.0.0.1:7100"}}
+
+
+def _topic_findings(*facts):
+    from conformance.trace.sessions import findings_of
+    return [(f.requirement, f.sender, f.connection.split(" ")[0]) for _, f in findings_of("micromessage2", list(facts))]
+
+
+def test_a_publication_that_reaches_one_subscriber_and_not_another():
+    publisher = _topic_fact(3, published=[(2.0, "m")])
+    main, second = _topic_fact(1, proven=1.5, delivered=[(2.1, "m")]), _topic_fact(2, proven=1.6)
+    assert _topic_findings(main, second, publisher) == [("mm2-topic-fan-out", "server", "127.0.0.1:2")]
+    assert _topic_findings(main, _topic_fact(2, proven=1.6, delivered=[(2.2, "m")]), publisher) == []
+
+
+def test_a_publication_nobody_got_or_a_subscriber_not_proven_is_not_judged():
+    publisher = _topic_fact(3, published=[(2.0, "m")])
+    # no delivery anywhere: the SEND may never have reached the server
+    assert _topic_findings(_topic_fact(1, proven=1.5), _topic_fact(2, proven=1.6), publisher) == []
+    got = _topic_fact(1, proven=1.5, delivered=[(2.1, "m")])
+    # subscribed, but not shown in place before the publication was sent
+    assert _topic_findings(got, _topic_fact(2, proven=2.05), publisher) == []
+    # ended too soon after the delivery elsewhere, or part of its server frames not seen
+    assert _topic_findings(got, _topic_fact(2, proven=1.6, last_ts=2.5), publisher) == []
+    assert _topic_findings(got, _topic_fact(2, proven=1.6, complete=False), publisher) == []
+
+
+# Micromessage2 frames laid out by hand from docs/profiles/micromessage2.md: a handshake is major,
+# minor, flags, identity (u8 length), required and optional lists (u16 lengths); a MESSAGE/SEND is
+# flags 0, seq u16, destination (u8 length), properties (u16 length), payload (u8 length); a
+# COMMAND is flags 1 and its payload (u8 length).
+def _handshake(required: bytes) -> bytes:
+    return bytes([1, 0, 0, 4]) + b"test" + len(required).to_bytes(2, "big") + required + b"\0\0"
+
+
+def _send(seq: int, destination: bytes, payload: bytes) -> bytes:
+    return (b"\0" + seq.to_bytes(2, "big") + bytes([len(destination)]) + destination + b"\0\0"
+            + bytes([len(payload)]) + payload)
+
+
+SUBSCRIBE = b"\x01" + bytes([34]) + b"subscribe;destination=test%2Ftopic"
+MM2 = ("127.0.0.1", 7100)
+
+
+def _subscriber(port: int, delivered: bool):
+    """Handshake with pubsub, subscribe, an echo that proves it read; the publication if ``delivered``."""
+    news = [("server", _send(1, b"test/topic", b"news"))] if delivered else []
+    segments = conversation(("127.0.0.1", port), MM2, [
+        ("client", _handshake(b"pubsub")), ("server", _handshake(b"")),
+        ("client", _handshake(b"pubsub") + SUBSCRIBE + _send(1, b"test/echo", b"%d" % port)),
+        ("server", _send(1, b"test/echo", b"%d" % port)), *news], start=port)
+    return segments[:6], segments[6:-2], segments[-2:]  # before the publication, its delivery, the FINs
+
+
+def test_a_topic_fanned_out_to_one_subscriber_of_two_is_a_finding(tmp_path):
+    publisher = conversation(("127.0.0.1", 41003), MM2, [
+        ("client", _handshake(b"pubsub")), ("server", _handshake(b"")),
+        ("client", _handshake(b"pubsub") + _send(1, b"test/topic", b"news"))], start=41003)
+
+    def capture(name, second_gets_it):
+        main, second = _subscriber(41001, True), _subscriber(41002, second_gets_it)
+        first = main[0] + second[0] + publisher[:5] + main[1] + second[1]
+        fins = main[2] + second[2] + publisher[5:]
+        times = [1000 + i / 1000 for i in range(len(first))] + [1002 + i / 1000 for i in range(len(fins))]
+        return write_pcap(tmp_path / name, first + fins, times=times)
+
+    sessions = Sessions()
+    result = check_file(capture("bug.pcap", False), {}, "micromessage2", {})
+    assert result.findings == []
+    sessions.add("bug.pcap", result.facts)
+    assert [(f.requirement, f.connection) for _, f in sessions.findings()] == [
+        ("mm2-topic-fan-out", "127.0.0.1:41002 -> 127.0.0.1:7100")]
+    assert _findings_of_file(capture("twin.pcap", True), "micromessage2") == []
+
+
+def _findings_of_file(path, protocol):
+    sessions = Sessions()
+    result = check_file(path, {}, protocol, {})
+    sessions.add(str(path), result.facts)
+    return [str(f) for f in result.findings] + [str(f) for _, f in sessions.findings()]
