@@ -27,9 +27,11 @@ SETUP's max lifetime, past which either may be a keepalive timeout) and with not
 sender in between that the move could answer.
 
 Not checked here (see tests/trace/test_bug_traces.py, UNSEEN): what a frame's content should have
-been (routing, echoes, reassembled requests), a side that stays silent where it should have sent
-(a stalled credit, a request never answered), and resumption, whose session spans connections
-while the checker sees one connection at a time.
+been (routing, echoes, reassembled requests) and a side that stays silent where it should have
+sent (a stalled credit, a request never answered).  Resumption spans connections: a connection
+of a resumable session (SETUP with R, or RESUME) counts each side's implied position and hands
+over its part as a session fact (``session_facts``), checked across connections by
+conformance/trace/sessions/rsocket.py.
 """
 
 from __future__ import annotations
