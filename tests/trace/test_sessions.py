@@ -145,7 +145,7 @@ def test_a_lease_is_not_judged_once_its_holder_may_have_let_it_go():
 def _topic_fact(client_port: int, proven=None, published=(), delivered=(), last_ts=5.0, complete=True):
     return {"first_ts": 1.0, "subscribed": proven and 1.0, "proven": proven, "unsubscribed": False,
             "published": [(ts, digest, {"frame": 4, "offset": 144, "end": None}) for ts, digest in published],
-            "delivered": list(delivered), "window": 1.0, "ended": True, "last_ts": last_ts, "complete": complete,
+            "delivered": list(delivered), "overflow": False, "window": 1.0, "ended": True, "last_ts": last_ts, "complete": complete,
             "connection": f"127.0.0.1:{client_port} -> 127.0.0.1:7100", "capture": "c.pcap", "transport": "tcp",
             "endpoints": {"client": f"127.0.0.1:{client_port}", "server": "127.0.0.1:7100"}}
 
@@ -191,12 +191,14 @@ SUBSCRIBE = b"\x01" + bytes([34]) + b"subscribe;destination=test%2Ftopic"
 MM2 = ("127.0.0.1", 7100)
 
 
-def _subscriber(port: int, delivered: bool):
-    """Handshake with pubsub, subscribe, an echo that proves it read; the publication if ``delivered``."""
+def _subscriber(port: int, delivered: bool, echo_before: bool = False):
+    """Handshake with pubsub, subscribe, an echo that proves it read; the publication if ``delivered``.
+    ``echo_before``: the same echo was sent before the subscribe too, so its answer proves nothing."""
     news = [("server", _send(1, b"test/topic", b"news"))] if delivered else []
+    before = _send(1, b"test/echo", b"%d" % port) if echo_before else b""
     segments = conversation(("127.0.0.1", port), MM2, [
         ("client", _handshake(b"pubsub")), ("server", _handshake(b"")),
-        ("client", _handshake(b"pubsub") + SUBSCRIBE + _send(1, b"test/echo", b"%d" % port)),
+        ("client", _handshake(b"pubsub") + before + SUBSCRIBE + _send(2, b"test/echo", b"%d" % port)),
         ("server", _send(1, b"test/echo", b"%d" % port)), *news], start=port)
     return segments[:6], segments[6:-2], segments[-2:]  # before the publication, its delivery, the FINs
 
@@ -206,8 +208,8 @@ def test_a_topic_fanned_out_to_one_subscriber_of_two_is_a_finding(tmp_path):
         ("client", _handshake(b"pubsub")), ("server", _handshake(b"")),
         ("client", _handshake(b"pubsub") + _send(1, b"test/topic", b"news"))], start=41003)
 
-    def capture(name, second_gets_it):
-        main, second = _subscriber(41001, True), _subscriber(41002, second_gets_it)
+    def capture(name, second_gets_it, echo_before=False):
+        main, second = _subscriber(41001, True), _subscriber(41002, second_gets_it, echo_before)
         first = main[0] + second[0] + publisher[:5] + main[1] + second[1]
         fins = main[2] + second[2] + publisher[5:]
         times = [1000 + i / 1000 for i in range(len(first))] + [1002 + i / 1000 for i in range(len(fins))]
@@ -220,6 +222,8 @@ def test_a_topic_fanned_out_to_one_subscriber_of_two_is_a_finding(tmp_path):
     assert [(f.requirement, f.connection) for _, f in sessions.findings()] == [
         ("mm2-topic-fan-out", "127.0.0.1:41002 -> 127.0.0.1:7100")]
     assert _findings_of_file(capture("twin.pcap", True), "micromessage2") == []
+    # the second's echo answers a message it also sent before subscribing: no proof it read the subscribe
+    assert _findings_of_file(capture("unproven.pcap", False, echo_before=True), "micromessage2") == []
 
 
 def _findings_of_file(path, protocol):

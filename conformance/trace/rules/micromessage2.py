@@ -78,6 +78,8 @@ class Rules(Base):
         self.topics: dict[str, dict] = {}  # destination -> its fact (conformance/trace/sessions/micromessage2.py)
         self.unproven: set[str] = set()  # topics subscribed that no server frame yet shows read
         self.sent_after: deque = deque(maxlen=_KEPT)  # (message digest, topics subscribed before it, unproven)
+        self.recent: deque = deque(maxlen=_KEPT)  # digests of the client's last messages (with pubsub on)
+        self.ambiguous: set[str] = set()  # sent before a subscribe too: its echo would prove nothing
         self.last_ts = 0.0
 
     def new_reader(self, side: str):
@@ -193,33 +195,50 @@ class Rules(Base):
                 if fact is not None and f["name"] == "subscribe" and fact["subscribed"] is None:
                     fact["subscribed"] = ts
                     self.unproven.add(topic)
+                    self.ambiguous |= set(self.recent)
                 elif fact is not None:
                     fact["unsubscribed"] = True
             return
-        digest = _digest(f.get("destination", ""), f.get("payload") or b"")
+        destination = f.get("destination", "")
         if side == "client":
-            if self.unproven:
+            fact = self._topic(destination, ts)
+            publishing = fact is not None and len(fact["published"]) < _KEPT
+            pubsub = "pubsub" in (self.extensions or ())
+            if not (self.unproven or publishing or pubsub):
+                return
+            digest = _digest(destination, f.get("payload") or b"")
+            if pubsub:
+                self.recent.append(digest)
+            if self.unproven and digest not in self.ambiguous:
                 self.sent_after.append((digest, frozenset(self.unproven)))
-            fact = self._topic(f.get("destination", ""), ts)
-            if fact is not None and len(fact["published"]) < _KEPT:
+            if publishing:
                 frame, offset, end = self.at
                 fact["published"].append((ts, digest, {"frame": frame, "offset": offset, "end": end}))
             return
+        fact = self.topics.get(destination)
+        delivering = fact is not None and fact["subscribed"] is not None
+        if not (self.sent_after or delivering):
+            return
+        digest = _digest(destination, f.get("payload") or b"")
         # the server sent back a message the client sent after subscribing: it read the subscribe
         proven = {topic for sent, topics in self.sent_after if sent == digest for topic in topics}
-        fact = self.topics.get(f.get("destination", ""))
-        if fact is not None and fact["subscribed"] is not None:
-            proven.add(f["destination"])  # a delivery on the topic: the subscription is in place
+        if delivering:
+            proven.add(destination)  # a delivery on the topic: the subscription is in place
             if len(fact["delivered"]) < 4 * _KEPT:
                 fact["delivered"].append((ts, digest))
+            else:
+                fact["overflow"] = True  # deliveries not kept: whether one came is unknown
         for topic in proven & self.unproven:
             self.topics[topic]["proven"] = ts
         self.unproven -= proven
+        if not self.unproven:
+            self.sent_after.clear()
+            self.ambiguous.clear()
 
     def _topic(self, topic: str, ts: float) -> dict | None:
         if topic not in self.topics and len(self.topics) < _KEPT:
             self.topics[topic] = {"first_ts": ts, "subscribed": None, "proven": None, "unsubscribed": False,
-                                  "published": [], "delivered": [], "window": self.prompt}
+                                  "published": [], "delivered": [], "overflow": False, "window": self.prompt}
         return self.topics.get(topic)
 
     def session_facts(self):

@@ -81,8 +81,8 @@ class _Reader(RSocketReader):
 
     On a connection of a resumable session (``session["resumable"]``: a SETUP with a token, or a
     RESUME) it counts this side's implied position ("Implied Position": the lengths of its
-    positioned frames) and marks each positioned frame it returns with ``pos``: (start, end,
-    digest), a joined message spanning its fragments."""
+    positioned frames) and marks each positioned frame it returns with ``pos`` (``_position``),
+    a joined message spanning its fragments."""
 
     def __init__(self, transport: str, monitor: WireMonitor, side: Side, session: dict) -> None:
         super().__init__(transport)
@@ -90,7 +90,7 @@ class _Reader(RSocketReader):
         self.seen: list = []  # the monitor's violations, handed on with the next frame returned
         self.position = 0  # the implied position of what this side sent
         self.ok_at: int | None = None  # the position when RESUME_OK came (the server's count starts there)
-        self._spans: dict[int, tuple] = {}  # stream -> (start, hash) of a fragmented message begun
+        self._spans: dict[int, tuple] = {}  # stream -> (start, first fragment's end, hash) of a message begun
 
     def feed(self, data: bytes | str) -> list[Frame]:
         if self.transport != "tcp":
@@ -130,27 +130,36 @@ class _Reader(RSocketReader):
             out[-1].fields["pos"] = span
         return out
 
-    def _position(self, frame, length: int) -> tuple[int, int, str] | None:
+    def _position(self, frame, length: int) -> tuple[int, int, str, int] | None:
+        """(start, end, digest, end of its first fragment) of a positioned frame or joined message:
+        what a side proves it received by answering it is its first fragment.  Only the server's
+        frames get a digest (a replay is compared by it)."""
         kind = codec.FRAME_TYPES[type(frame)]
         if kind not in POSITIONED:
             return None
         start = self.position
         self.position += length
-        try:
-            encoded = codec.encode_frame(frame)
-        except codec.CodecError:
-            encoded = b"%d" % length
+        digest = hashlib.blake2b(digest_size=8)
+        if self.side is Side.SERVER:
+            try:
+                digest.update(codec.encode_frame(frame))
+            except codec.CodecError:
+                digest.update(b"%d" % length)
         sid = frame.stream_id
         if kind in (codec.REQUEST_N, codec.CANCEL, codec.ERROR):  # never fragments; CANCEL and ERROR end one
             if kind != codec.REQUEST_N:
                 self._spans.pop(sid, None)
-            return start, self.position, hashlib.blake2b(encoded, digest_size=8).hexdigest()
-        first, digest = self._spans.pop(sid, None) or (start, hashlib.blake2b(digest_size=8))
-        digest.update(encoded)
+            return start, self.position, digest.hexdigest(), self.position
+        begun = self._spans.pop(sid, None)
+        if begun is not None:
+            begun[2].update(digest.digest())
+            first, first_end, digest = begun
+        else:
+            first, first_end = start, self.position
         if getattr(frame, "follows", False):
-            self._spans[sid] = first, digest
+            self._spans[sid] = first, first_end, digest
             return None
-        return first, self.position, digest.hexdigest()
+        return first, self.position, digest.hexdigest(), first_end
 
 
 @dataclass
@@ -401,12 +410,12 @@ class Rules(Base):
         if pos is None or resumed and fact["resume_ok"] is None:
             return  # not positioned, or before the session's count goes on
         if side == "client" and kind in _REQUESTS and f["stream"] % 2:
-            self.requested.setdefault(f["stream"], pos[1])
+            self.requested.setdefault(f["stream"], pos[3])
         elif side == "server":
             if f["stream"] in self.requested:  # an answer proves the server received the request
                 fact["answered"] = max(fact["answered"], self.requested.pop(f["stream"]))
             base = self.readers["server"].ok_at or 0 if resumed else 0
-            entry = (pos[0] - base, pos[1] - base, pos[2], self._where())
+            entry = (pos[0] - base, pos[1] - base, pos[2], self._where())  # (start, end, digest, where)
             fact["frames"].append(entry)
             if resumed and len(fact["after_ok"]) < SESSION_FRAMES:
                 fact["after_ok"].append(entry)
