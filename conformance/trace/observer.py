@@ -77,8 +77,8 @@ class Observer:
         for side, reason in self.rules.notes():
             self.notes.append(Note(self.protocol, self.connection, side, self.boundary[side], reason, self.transport))
         # a session lives on one server: the same key at another address is another session
-        self.facts = [(self.protocol, f"{self.endpoints[SERVER]} {key}",
-                       {**fact, "connection": self.connection, "endpoints": self.endpoints, "transport": self.transport})
+        where = {"connection": self.connection, "endpoints": self.endpoints, "transport": self.transport}
+        self.facts = [(self.protocol, f"{self.endpoints[SERVER]} {key}", {**fact, **where})
                       for key, fact in self.rules.session_facts()]
 
     # -- decoding ------------------------------------------------------------------------------

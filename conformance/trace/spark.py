@@ -100,7 +100,8 @@ def _check_partition(pairs, ports: dict[int, str], default: str | None, params: 
         frames, connections = frames + result.frames, connections + result.connections
         yield from (record_of(x, run=run, time=time, source=path, implementation=impl)
                     for x in [*result.findings, *result.notes])
-        yield from ({"session": (protocol, key), "fact": {**fact, "capture": path}} for protocol, key, fact in result.facts)
+        yield from ({"session": (protocol, key), "fact": {**fact, "capture": path}}
+                    for protocol, key, fact in result.facts)
     yield {"frames": frames, "connections": connections}
 
 

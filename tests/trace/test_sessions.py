@@ -145,7 +145,8 @@ def test_a_lease_is_not_judged_once_its_holder_may_have_let_it_go():
 def _topic_fact(client_port: int, proven=None, published=(), delivered=(), last_ts=5.0, complete=True):
     return {"first_ts": 1.0, "subscribed": proven and 1.0, "proven": proven, "unsubscribed": False,
             "published": [(ts, digest, {"frame": 4, "offset": 144, "end": None}) for ts, digest in published],
-            "delivered": list(delivered), "overflow": False, "window": 1.0, "ended": True, "last_ts": last_ts, "complete": complete,
+            "delivered": list(delivered), "overflow": False, "window": 1.0, "ended": True, "last_ts": last_ts,
+            "complete": complete,
             "connection": f"127.0.0.1:{client_port} -> 127.0.0.1:7100", "capture": "c.pcap", "transport": "tcp",
             "endpoints": {"client": f"127.0.0.1:{client_port}", "server": "127.0.0.1:7100"}}
 

@@ -66,8 +66,9 @@ def test_spark_and_single_process_agree(tmp_path, capsys):
     assert got == expected
     # wrong.pcap, every third connection of many.pcap, and the resumed session
     assert sum(k[3] == "FAILED" for k in got) == 1 + 4 + 1
-    assert [k[:3] for k in got if "resume-ok" in k[2]] == [
-        (str(tmp_path / "resume.pcap"), "127.0.0.1:42002 -> 127.0.0.1:7878", "rsocket/passive/rsocket-resume-ok-position")]
+    assert [k[:3] for k in got if "resume-ok" in k[2]] == [(str(tmp_path / "resume.pcap"),
+                                                             "127.0.0.1:42002 -> 127.0.0.1:7878",
+                                                             "rsocket/passive/rsocket-resume-ok-position")]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["connections"] == 17
     assert summary["implementations"] == {"127.0.0.1:9000": {"FAILED": 5, "INFORMATIONAL": 1},

@@ -5,8 +5,8 @@ delivered on others).
 A connection's rules hand over, when it finishes, small *session facts*: ``(session key, fact)``
 pairs, plain dicts that pickle and travel through a Spark shuffle.  The observer prefixes the key
 with the server's address (a session lives on one server: a resume token or lease at another
-address is another session's) and adds where the connection was (``connection``, ``endpoints``, ``transport``), and :class:`Sessions` the capture
-(``capture``).  All facts of one (protocol, key) are then given, in time order (``first_ts``), to
+address is another session's) and adds where the connection was (``connection``, ``endpoints``,
+``transport``); :class:`Sessions` (or the Spark job) adds its capture (``capture``).  All facts of one (protocol, key) are then given, in time order (``first_ts``), to
 the protocol's checker, ``conformance.trace.sessions.<protocol>.check(facts)``, which returns
 violations ``(fact, side, requirement, message, where)``: the fact of the connection the
 violation is seen on, the side that broke it, a MUST or SHOULD requirement id of
