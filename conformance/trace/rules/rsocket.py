@@ -432,7 +432,8 @@ class Rules(Base):
         if fact["resume_ok"] is not None:
             base = {"client": fact["resume_ok"].pop("client_base"), "server": self.readers["server"].ok_at or 0}
         fact.update(frames=list(fact["frames"]), last_ts=self.last_ts,
-                    ended=self.ended != {"client": None, "server": None}, complete={side: not self.cut[side] for side in self.cut},
+                    ended=self.ended != {"client": None, "server": None},
+                    complete={side: not self.cut[side] for side in self.cut},
                     sent={side: self.readers[side].position - base[side] for side in base},
                     answered=max(0, fact["answered"] - base["client"]))
         return [(fact.pop("key"), fact)]

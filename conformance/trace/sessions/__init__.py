@@ -5,13 +5,14 @@ delivered on others).
 A connection's rules hand over, when it finishes, small *session facts*: ``(session key, fact)``
 pairs, plain dicts that pickle and travel through a Spark shuffle.  The observer prefixes the key
 with the server's address (a session lives on one server: a resume token or lease at another
-address is another session's) and adds where the connection was (``connection``, ``endpoints``,
-``transport``); :class:`Sessions` (or the Spark job) adds its capture (``capture``).  All facts of one (protocol, key) are then given, in time order (``first_ts``), to
-the protocol's checker, ``conformance.trace.sessions.<protocol>.check(facts)``, which returns
-violations ``(fact, side, requirement, message, where)``: the fact of the connection the
-violation is seen on, the side that broke it, a MUST or SHOULD requirement id of
-docs/requirements/<protocol>.yaml, what was seen, and ``where`` (a dict with ``frame``,
-``offset`` and maybe ``end``, as the observer places frames) or None.
+address is another session's) and adds where the connection was (``connection``,
+``endpoints``, ``transport``); :class:`Sessions` (or the Spark job) adds its ``capture``.  All
+facts of one (protocol, key) are then given, in time order (``first_ts``), to the protocol's
+checker, ``conformance.trace.sessions.<protocol>.check(facts)``, which returns violations
+``(fact, side, requirement, message, where)``: the fact of the connection the violation is seen
+on, the side that broke it, a MUST or SHOULD requirement id of docs/requirements/<protocol>.yaml,
+what was seen, and ``where`` (a dict with ``frame``, ``offset`` and maybe ``end``, as the
+observer places frames) or None.
 
 A checker judges only what the facts prove: a session whose earlier connection is not in the
 capture, or whose facts were cut by a gap, is not judged.
