@@ -29,6 +29,8 @@ class FileResult:
     stats: ReadStats = field(default_factory=ReadStats)
     connections: int = 0
     frames: int = 0
+    #: (protocol, session key, fact) of the connections whose rules gave any (trace/sessions)
+    facts: list[tuple[str, str, dict]] = field(default_factory=list)
 
 
 class _LazyObserver:
@@ -99,6 +101,7 @@ def check_segments(segments, result: FileResult, protocol_of_port: dict[int, str
         result.findings += observer.findings
         result.notes += observer.notes
         result.frames += observer.frames_checked
+        result.facts += observer.facts
         result.connections += 1
 
     reassembler = Reassembler(sinks, done)

@@ -71,10 +71,9 @@ def _params(entries: list[str], errors: list[str]) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.record_format import SCHEMA_VERSION
     from conformance.records import new_run_id, utc_now
     from conformance.trace.check import check_file
-    from conformance.trace.findings import record_of
+    from conformance.trace.sessions import Sessions
 
     errors: list[str] = []
     ports = _port_map(args.port, errors)
@@ -106,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
     failing = {"MUST"} | ({"SHOULD"} if args.strict else set())
     status = 2 if errors else 0
     worst = 0
+    sessions = Sessions()
     for name in args.files:
         result = check_file(Path(name), ports, args.protocol, params, keys)
         for problem in result.problems:
@@ -120,11 +120,26 @@ def run(args: argparse.Namespace) -> int:
                 worst = 1
         for note in result.notes:
             print(f"  {note}")
-        if records:
-            with records.open("a", encoding="utf-8") as fh:
-                for item in [*result.findings, *result.notes]:
-                    record = record_of(item, run=run_id, time=started, source=name, implementation=args.impl_name)
-                    fh.write(json.dumps({"schemaVersion": SCHEMA_VERSION, **record}, sort_keys=True) + "\n")
+        sessions.add(name, result.facts)
+        _write_records(records, [(name, item) for item in [*result.findings, *result.notes]], run_id, started, args)
+    across = sessions.findings()
+    if across:
+        print(f"across connections: {len(across)} findings")
+    for capture, finding in across:
+        print(f"  {GRADE_OF_LEVEL[finding.level]} {finding} ({capture})")
+        if finding.level in failing:
+            worst = 1
+    _write_records(records, across, run_id, started, args)
     if records:
         print(f"records: {records}")
     return worst or status
+
+
+def _write_records(records: Path | None, items, run_id: str, started: str, args) -> None:
+    from conformance.record_format import SCHEMA_VERSION
+    from conformance.trace.findings import record_of
+    if records and items:
+        with records.open("a", encoding="utf-8") as fh:
+            for source, item in items:
+                record = record_of(item, run=run_id, time=started, source=source, implementation=args.impl_name)
+                fh.write(json.dumps({"schemaVersion": SCHEMA_VERSION, **record}, sort_keys=True) + "\n")

@@ -34,6 +34,7 @@ class Observer:
         self.provisional: list[tuple[str, Finding]] = []
         self.notes: list[Note] = []
         self.frames_checked = 0
+        self.facts: list[tuple[str, str, dict]] = []  # (protocol, session key, fact): see trace/sessions
 
     # -- the Sink interface (conformance.trace.tcp) --------------------------------------------
 
@@ -75,6 +76,10 @@ class Observer:
         self.provisional = []
         for side, reason in self.rules.notes():
             self.notes.append(Note(self.protocol, self.connection, side, self.boundary[side], reason, self.transport))
+        # a session lives on one server: the same key at another address is another session
+        where = {"connection": self.connection, "endpoints": self.endpoints, "transport": self.transport}
+        self.facts = [(self.protocol, f"{self.endpoints[SERVER]} {key}", {**fact, **where})
+                      for key, fact in self.rules.session_facts()]
 
     # -- decoding ------------------------------------------------------------------------------
 
@@ -96,6 +101,7 @@ class Observer:
         on_frame = self.rules.on_frame
         for frame in frames:
             self.frames_checked += 1
+            self.rules.at = (self.count[sender], start, span)  # where a session fact places this frame
             found = on_frame(sender, frame, ts)
             if found:
                 self._report(sender, found, start, frame=self.count[sender], span=span)

@@ -8,6 +8,8 @@ which spills past ``spark.python.worker.memory``), so each connection's segments
 together and in capture order, and stream through the same reassembler and observers as the
 single-process checker (check.check_segments) one connection at a time: no connection's
 segments are ever gathered in a list, and a worker's memory does not grow with the capture.  The
+connections' session facts (trace/sessions) are then grouped by (protocol, session key) and
+checked across connections, on the executors too.  The
 output is what `--records` writes (one record per finding or note) plus a summary per
 implementation, under ``--out`` (a local path or a URI, as for `conformance report`).
 
@@ -99,12 +101,24 @@ def _check_partition(pairs, ports: dict[int, str], default: str | None, params: 
         frames, connections = frames + result.frames, connections + result.connections
         yield from (record_of(x, run=run, time=time, source=path, implementation=impl)
                     for x in [*result.findings, *result.notes])
+        yield from ({"session": (protocol, key), "fact": {**fact, "capture": path}}
+                    for protocol, key, fact in result.facts)
     yield {"frames": frames, "connections": connections}
+
+
+def _check_session(item, run: str, time: str, impl: str | None):
+    """The checks across connections of one (protocol, session key), from its facts (trace/sessions)."""
+    from conformance.trace.findings import record_of
+    from conformance.trace.sessions import findings_of
+    (protocol, _), facts = item
+    return [record_of(finding, run=run, time=time, source=capture, implementation=impl)
+            for capture, finding in findings_of(protocol, list(facts))]
 
 
 def run_spark(args, ports: dict[int, str], params: dict[str, int], keys=None) -> int:
     """Exit status as `conformance report`'s where they overlap: 2 a bad command line, 3 no
     capture could be read, 4 Spark could not start or the job failed; and 1 on a MUST finding."""
+    from pyspark import StorageLevel
     from pyspark.rdd import portable_hash
 
     from reports.fs import FileSystems, LocationError, child, local_path
@@ -133,9 +147,14 @@ def run_spark(args, ports: dict[int, str], params: dict[str, int], keys=None) ->
         run, time, default, impl = new_run_id(), utc_now(), args.protocol, args.impl_name
         partitions = _partitions(on_disk, remote, sc.defaultParallelism)
         shared = sc.broadcast(keys) if keys else None  # --keylog: the parsed keys, once per executor
-        rows = (pairs.repartitionAndSortWithinPartitions(partitions, lambda key: portable_hash(_connection_of(key)))
-                .mapPartitions(lambda part: _check_partition(part, ports, default, params, run, time, impl, shared))
-                .collect())
+        checked = (pairs.repartitionAndSortWithinPartitions(partitions, lambda key: portable_hash(_connection_of(key)))
+                   .mapPartitions(lambda part: _check_partition(part, ports, default, params, run, time, impl, shared))
+                   .persist(StorageLevel.MEMORY_AND_DISK))  # both stages below read it: checked once
+        # second stage: the session facts of all connections, grouped by (protocol, session key)
+        across = (checked.filter(lambda r: "session" in r).map(lambda r: (r["session"], r["fact"])).groupByKey()
+                  .flatMap(lambda item: _check_session(item, run, time, impl)))
+        rows = checked.filter(lambda r: "session" not in r).union(across).collect()
+        checked.unpersist()
         return _write(args, rows, FileSystems(spark), child)
     except LocationError as exc:
         print(f"conformance check-trace --spark: {exc}", file=sys.stderr)

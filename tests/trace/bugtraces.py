@@ -13,6 +13,7 @@ from conformance.selftest.engine import _grade
 from conformance.trace import capture
 from conformance.trace.check import check_file
 from conformance.trace.keylog import beside, read
+from conformance.trace.sessions import Sessions
 from conformance.protocols import adapter_for
 
 
@@ -41,4 +42,8 @@ def check(one: OneBug, path: Path):
     adapter = adapter_for(one.protocol)
     params = {**adapter.params, **adapter.ref_params, **(one.params or {})}
     keys = read([beside(path)]) if beside(path).exists() else None
-    return check_file(path, {}, one.protocol, params, keys)
+    result = check_file(path, {}, one.protocol, params, keys)
+    sessions = Sessions()  # the checks across the capture's connections, as the CLI runs them
+    sessions.add(str(path), result.facts)
+    result.findings += [finding for _, finding in sessions.findings()]
+    return result

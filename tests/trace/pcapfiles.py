@@ -48,3 +48,21 @@ def write_pcap(path: Path, segments, cut_last: int = 0, extra_frames=(), times=N
         for frame in extra_frames:
             writer.writepkt(frame, ts=2000.0)
     return path
+
+
+def conversation(client, server, moves, start: int = 100, fin: bool = True):
+    """One connection's segments: a handshake, then ``moves`` ((sender "client"/"server", payload)
+    in order, each at its side's next offset), then both sides' FIN (the client's first)."""
+    ends = {"client": client, "server": server}
+    isn = {"client": start, "server": start + 5000}
+    offset = {"client": 0, "server": 0}
+    out = [(client, server, isn["client"], dpkt.tcp.TH_SYN, b""),
+           (server, client, isn["server"], dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK, b"")]
+    for side, payload in moves:
+        peer = "server" if side == "client" else "client"
+        out.append((ends[side], ends[peer], isn[side] + 1 + offset[side], dpkt.tcp.TH_ACK | dpkt.tcp.TH_PUSH, payload))
+        offset[side] += len(payload)
+    if fin:
+        for side, peer in (("client", "server"), ("server", "client")):
+            out.append((ends[side], ends[peer], isn[side] + 1 + offset[side], dpkt.tcp.TH_ACK | dpkt.tcp.TH_FIN, b""))
+    return out

@@ -162,9 +162,11 @@ def test_each_rules_file_names_only_catalogued_must_and_should_requirements(prot
     have no grade, and writing the records would fail on it."""
     import re
 
-    from conformance.trace import rules
+    from conformance.trace import rules, sessions
     from conformance.trace.findings import GRADE_OF_LEVEL, requirements
     source = Path(rules.__file__).with_name(f"{protocol}.py").read_text()
+    across = Path(sessions.__file__).with_name(f"{protocol}.py")  # the checks across connections
+    source += across.read_text() if across.exists() else ""
     named = set(re.findall(rf'"({PREFIX[protocol]}-[a-z0-9-]+)"', source))
     known = requirements(protocol)
     assert named

@@ -9,7 +9,9 @@ import shutil
 import pytest
 
 from conformance.cli import main
-from tests.trace.pcapfiles import CLIENT, ECHO, ECHOED, NEGOTIATE, NEGOTIATED, SERVER, WRONG_ID, data, syns, write_pcap
+from tests.trace import rsocket_frames as rs
+from tests.trace.pcapfiles import (CLIENT, ECHO, ECHOED, NEGOTIATE, NEGOTIATED, SERVER, WRONG_ID, conversation, data,
+                                   syns, write_pcap)
 
 pytest.importorskip("pyspark")
 pytestmark = pytest.mark.slow
@@ -40,25 +42,37 @@ def test_spark_and_single_process_agree(tmp_path, capsys):
                                               data(CLIENT, 12, ECHO), data(SERVER, 9, reply)]:
             many.append((flip[src], flip[dst], seq, flags, payload))
     captures.append(write_pcap(tmp_path / "many.pcap", many))
+    # an RSocket session set up in one file and resumed in another: the server answered the
+    # 17-byte REQUEST_STREAM, yet its RESUME_OK says 14 (a finding only across connections)
+    rsocket = ("127.0.0.1", 7878)
+    captures.append(write_pcap(tmp_path / "setup.pcap", conversation(("127.0.0.1", 42001), rsocket, [
+        ("client", rs.setup() + rs.REQUEST_STREAM), ("server", rs.payload(b"0")), ("server", rs.payload(b"1"))])))
+    captures.append(write_pcap(tmp_path / "resume.pcap", conversation(("127.0.0.1", 42002), rsocket, [
+        ("client", rs.resume(14)), ("server", rs.resume_ok(14))])))
     garbage = tmp_path / "garbage.pcap"
     garbage.write_bytes(b"not a capture")
     files = [str(p) for p in captures] + [str(garbage)]
 
     single = tmp_path / "single.jsonl"
-    assert main(["check-trace", "--port", "9000=stmp", *files, "--records", str(single)]) == 1
+    ports = ["--port", "9000=stmp", "--port", "7878=rsocket"]
+    assert main(["check-trace", *ports, *files, "--records", str(single)]) == 1
     out = tmp_path / "spark"
-    assert main(["check-trace", "--spark", "--master", "local[2]", "--port", "9000=stmp", *files,
-                 "--out", str(out)]) == 1
+    assert main(["check-trace", "--spark", "--master", "local[2]", *ports, *files, "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert f"{garbage}: not a pcap or pcapng capture" in err
 
     expected = sorted(_key(json.loads(line)) for line in single.read_text().splitlines())
     got = sorted(_key(json.loads(line)) for line in (out / "records.jsonl").read_text().splitlines())
     assert got == expected
-    assert sum(k[3] == "FAILED" for k in got) == 1 + 4  # wrong.pcap and every third connection of many.pcap
+    # wrong.pcap, every third connection of many.pcap, and the resumed session
+    assert sum(k[3] == "FAILED" for k in got) == 1 + 4 + 1
+    assert [k[:3] for k in got if "resume-ok" in k[2]] == [(str(tmp_path / "resume.pcap"),
+                                                             "127.0.0.1:42002 -> 127.0.0.1:7878",
+                                                             "rsocket/passive/rsocket-resume-ok-position")]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["connections"] == 15
-    assert summary["implementations"] == {"127.0.0.1:9000": {"FAILED": 5, "INFORMATIONAL": 1}}
+    assert summary["connections"] == 17
+    assert summary["implementations"] == {"127.0.0.1:9000": {"FAILED": 5, "INFORMATIONAL": 1},
+                                          "127.0.0.1:7878": {"FAILED": 1}}
 
 
 def test_spark_and_single_process_agree_on_mc0_with_a_key_log(tmp_path, capsys):

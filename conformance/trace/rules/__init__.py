@@ -33,6 +33,7 @@ class Rules:
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         self.transport = transport
         self.params = params
+        self.at: tuple[int, int, int | None] = (0, 0, None)
 
     def new_reader(self, side: str):
         return adapter_for(self.protocol).new_reader(self.transport)
@@ -55,6 +56,12 @@ class Rules:
         """The rules see no more of this side's frames (a capture gap, bytes that do not decode)."""
 
     def on_finish(self):
+        return []
+
+    def session_facts(self) -> list[tuple[str, dict]]:
+        """(session key, fact) for the checks across connections (conformance/trace/sessions), asked
+        when the connection is finished: small plain dicts; where a frame was is ``self.at``
+        (frame index, offset, end of the span or None) as the observer set it before on_frame."""
         return []
 
     def notes(self) -> list[tuple[str, str]]:

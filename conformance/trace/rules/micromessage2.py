@@ -10,12 +10,18 @@ hello and its final handshake), codec errors naming requirements, and what a cap
   window it gave (counted with the reference ReceiveWindow, cumulative across the wrap), and
   MESSAGE payloads over 1 MiB split (SHOULD);
 * a peer that receives an ERROR frame closes (the reference connection goes CLOSED on it) and
-  sends nothing more.
+  sends nothing more;
+* subscriptions, publications and deliveries per topic are session facts: a message published to
+  a topic reaching one subscriber and not another is judged across connections
+  (conformance/trace/sessions/micromessage2.py).
 
 What each side supports is not on the wire, so accepting an extension a side lacks (or
 activating a suggestion it does not implement) looks like support and is not judged."""
 
 from __future__ import annotations
+
+import hashlib
+from collections import deque
 
 from reference_impl.common.errors import CodecError, ProtocolViolation
 from reference_impl.micromessage2.codec import MAX_FRAGMENT
@@ -28,6 +34,13 @@ from conformance.protocols.micromessage2 import new_reader
 from conformance.trace.rules import Rules as Base, other
 
 _WINDOW_RULE = {"server": "mm2-server-window", "client": "mm2-sender-window"}
+#: per connection, at most this many topics, publications per topic, and messages sent after a
+#: subscribe are kept for the checks across connections (deliveries: four times as many)
+_KEPT = 16
+
+
+def _digest(destination: str, payload: bytes) -> str:
+    return hashlib.blake2b(destination.encode("utf-8", "replace") + b"\0" + bytes(payload), digest_size=8).hexdigest()
 
 
 def _names(text: str) -> list[str] | None:
@@ -62,6 +75,12 @@ class Rules(Base):
         self.extensions: list[str] | None = None  # the final message's required + optional names: ID - 1
         self.windows: dict[str, ReceiveWindow] = {}  # sender -> its messages the peer has not acked
         self.blind: set[str] = set()
+        self.topics: dict[str, dict] = {}  # destination -> its fact (conformance/trace/sessions/micromessage2.py)
+        self.unproven: set[str] = set()  # topics subscribed that no server frame yet shows read
+        self.sent_after: deque = deque(maxlen=_KEPT)  # (message digest, topics subscribed before it, unproven)
+        self.recent: deque = deque(maxlen=_KEPT)  # digests of the client's last messages (with pubsub on)
+        self.ambiguous: set[str] = set()  # sent before a subscribe too: its echo would prove nothing
+        self.last_ts = 0.0
 
     def new_reader(self, side: str):
         reader = new_reader(self.transport)
@@ -71,6 +90,9 @@ class Rules(Base):
     def on_frame(self, side: str, frame, ts: float):
         f = frame.fields
         kind = f.get("frame")
+        self.last_ts = max(self.last_ts, ts)
+        if kind in ("command", "message"):
+            self._pubsub(side, f, kind, ts)
         out = []
         if side == self.must_error and kind != "error":
             out += self._once(side, "mm2-version-error", f"the {side} sent a {kind} frame after the {other(side)}'s "
@@ -163,10 +185,72 @@ class Rules(Base):
                                   f"of {window.size} full (unacked: {list(window.unacked)[:10]})", other(side))
         return out
 
+    # -- pub/sub: this connection's part of a topic (the checks across connections) -----------
+
+    def _pubsub(self, side: str, f, kind: str, ts: float) -> None:
+        if kind == "command":
+            topic = (f.get("args") or {}).get("destination") if side == "client" else None
+            if isinstance(topic, str) and f.get("name") in ("subscribe", "unsubscribe"):
+                fact = self._topic(topic, ts)
+                if fact is not None and f["name"] == "subscribe" and fact["subscribed"] is None:
+                    fact["subscribed"] = ts
+                    self.unproven.add(topic)
+                    self.ambiguous |= set(self.recent)
+                elif fact is not None:
+                    fact["unsubscribed"] = True
+            return
+        destination = f.get("destination", "")
+        if side == "client":
+            fact = self._topic(destination, ts)
+            publishing = fact is not None and len(fact["published"]) < _KEPT
+            pubsub = "pubsub" in (self.extensions or ())
+            if not (self.unproven or publishing or pubsub):
+                return
+            digest = _digest(destination, f.get("payload") or b"")
+            if pubsub:
+                self.recent.append(digest)
+            if self.unproven and digest not in self.ambiguous:
+                self.sent_after.append((digest, frozenset(self.unproven)))
+            if publishing:
+                frame, offset, end = self.at
+                fact["published"].append((ts, digest, {"frame": frame, "offset": offset, "end": end}))
+            return
+        fact = self.topics.get(destination)
+        delivering = fact is not None and fact["subscribed"] is not None
+        if not (self.sent_after or delivering):
+            return
+        digest = _digest(destination, f.get("payload") or b"")
+        # the server sent back a message the client sent after subscribing: it read the subscribe
+        proven = {topic for sent, topics in self.sent_after if sent == digest for topic in topics}
+        if delivering:
+            proven.add(destination)  # a delivery on the topic: the subscription is in place
+            if len(fact["delivered"]) < 4 * _KEPT:
+                fact["delivered"].append((ts, digest))
+            else:
+                fact["overflow"] = True  # deliveries not kept: whether one came is unknown
+        for topic in proven & self.unproven:
+            self.topics[topic]["proven"] = ts
+        self.unproven -= proven
+        if not self.unproven:
+            self.sent_after.clear()
+            self.ambiguous.clear()
+
+    def _topic(self, topic: str, ts: float) -> dict | None:
+        if topic not in self.topics and len(self.topics) < _KEPT:
+            self.topics[topic] = {"first_ts": ts, "subscribed": None, "proven": None, "unsubscribed": False,
+                                  "published": [], "delivered": [], "overflow": False, "window": self.prompt}
+        return self.topics.get(topic)
+
+    def session_facts(self):
+        done = {"ended": bool(self.ended), "last_ts": self.last_ts, "complete": "server" not in self.blind}
+        return [(topic, {**fact, **done}) for topic, fact in self.topics.items()
+                if fact["subscribed"] is not None or fact["published"]]
+
     # -- ends ----------------------------------------------------------------------------------
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
         self.ended.add(side)
+        self.last_ts = max(self.last_ts, ts)
         peer = other(side)
         out = []
         if side == self.must_error and peer not in self.error_at:  # error_at[peer]: the side sent an ERROR

@@ -7,8 +7,10 @@ SCRAM exchange ended by 201 before the client's empty last response, a malformed
 server-first, a 202 whose port is not a number, a confirm full lease granted on the spec's "test"
 profile; on a data connection: no Content from a resource after a successful Response to its
 Dismiss, a second Summon of a summoned resource refused, and nothing sent to a peer silent past
-the heartbeat timeout.  Not seen on the wire: case-insensitive names (a 400 to a spelling cannot
-be told from a 400 to the body), leases across connections, which Contents a Confirm covered."""
+the heartbeat timeout.  Each Lease's Response is a session fact: a lease granted on two data
+connections at once is judged across connections (conformance/trace/sessions/mtl.py).  Not
+seen on the wire: case-insensitive names (a 400 to a spelling cannot be told from a 400 to the
+body), which Contents a Confirm covered."""
 
 from __future__ import annotations
 
@@ -62,6 +64,9 @@ class Rules(Base):
         self.commands: dict[int, tuple[str, str]] = {}  # seq -> (kind, resource) of the client's Summon/Dismiss
         self.summoned: set[str] = set()
         self.dismissed: set[str] = set()
+        self.leases: dict[int, tuple[str, float]] = {}  # seq -> (lease, when) of a Lease not yet answered
+        self.presented: dict[str, dict] = {}  # lease -> its fact (conformance/trace/sessions/mtl.py)
+        self.ends: list[float] = []
 
     def new_reader(self, side: str):
         self.readers[side] = ZmtpReader(_client_frame) if side == "client" else new_reader(self.transport)
@@ -86,6 +91,8 @@ class Rules(Base):
                 self.ill_formed -= 1
                 return [("server", "mtl-control-drop-ill-formed",
                          f"the server answered an ill-formed request ({f.get('code')}) instead of dropping it", "client")]
+        elif kind == "response" and f.get("seq") in self.leases:
+            self._leased(f, ts)
         elif kind == "response" and f.get("seq") in self.commands:
             return self._response(f)
         out = self._dead_peer(kind, ts)
@@ -161,7 +168,26 @@ class Rules(Base):
             self.requests.append(f["request"])
         elif kind in ("summon", "dismiss"):
             self.commands[f["seq"]] = (kind, f.get("resource", ""))
+        elif kind == "lease" and isinstance(f.get("lease"), str):
+            self.leases[f["seq"]] = (f["lease"], self.last_client)
         return []
+
+    def _leased(self, f, ts: float) -> None:
+        """A Response to a Lease: whose lease it granted is for the checks across connections."""
+        lease, asked = self.leases.pop(f["seq"])
+        frame, offset, end = self.at
+        fact = self.presented.setdefault(lease, {"first_ts": asked, "answers": [], "dead_after": self.dead_after})
+        if len(fact["answers"]) < 8:  # the first few say whose lease it is
+            fact["answers"].append({"asked": asked, "code": int(f.get("code") or 0), "ts": ts,
+                                    "at": {"frame": frame, "offset": offset, "end": end}})
+
+    def on_end(self, side: str, ts: float, how: str, pending: int):
+        self.ends.append(ts)
+        return []
+
+    def session_facts(self):
+        ended = min(self.ends, default=None)
+        return [(lease, {**fact, "ended": ended}) for lease, fact in self.presented.items()]
 
     def _response(self, f):
         kind, resource = self.commands.pop(f["seq"])
@@ -179,6 +205,7 @@ class Rules(Base):
         return []
 
     def on_gap(self, side: str) -> None:
+        self.leases.clear()  # a Response may answer a Lease not seen, or the other way round
         if side == "client":
             self.commands.clear()
             self.dead_peer_seen = True  # the client's traffic is no longer seen: its silence is unknown

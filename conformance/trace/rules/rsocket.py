@@ -27,18 +27,23 @@ SETUP's max lifetime, past which either may be a keepalive timeout) and with not
 sender in between that the move could answer.
 
 Not checked here (see tests/trace/test_bug_traces.py, UNSEEN): what a frame's content should have
-been (routing, echoes, reassembled requests), a side that stays silent where it should have sent
-(a stalled credit, a request never answered), and resumption, whose session spans connections
-while the checker sees one connection at a time.
+been (routing, echoes, reassembled requests) and a side that stays silent where it should have
+sent (a stalled credit, a request never answered).  Resumption spans connections: a connection
+of a resumable session (SETUP with R, or RESUME) counts each side's implied position and hands
+over its part as a session fact (``session_facts``), checked across connections by
+conformance/trace/sessions/rsocket.py.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
 from reference_impl.rsocket import codec
 from reference_impl.rsocket.monitor import Side, WireMonitor
+from reference_impl.rsocket.resume import POSITIONED
 
 from conformance.protocols.base import Frame
 from conformance.protocols.rsocket import RSocketReader
@@ -65,29 +70,41 @@ _MISPLACED = {codec.CANCEL: "rsocket-cancel-unknown", codec.PAYLOAD: "rsocket-pa
               codec.ERROR: "rsocket-error-unknown", codec.METADATA_PUSH: "rsocket-metadata-push-nonzero"}
 _UNACCOUNTED = "rsocket-unaccounted-ignored"
 _STOPPERS = frozenset({"frame-too-large", "frame-too-short"})  # a bad length: no frame boundary after it
+#: a session fact keeps the server's last positioned frames (what a RESUME may ask again) and its
+#: first ones after RESUME_OK (the replay): past this many, a resume is not judged by them
+SESSION_FRAMES = 64
 
 
 class _Reader(RSocketReader):
     """The harness reader, also handing every codec frame to the connection's wire monitor, and
-    turning a frame that does not decode (its length known) into an ``INVALID`` frame."""
+    turning a frame that does not decode (its length known) into an ``INVALID`` frame.
 
-    def __init__(self, transport: str, monitor: WireMonitor, side: Side) -> None:
+    On a connection of a resumable session (``session["resumable"]``: a SETUP with a token, or a
+    RESUME) it counts this side's implied position ("Implied Position": the lengths of its
+    positioned frames) and marks each positioned frame it returns with ``pos`` (``_position``),
+    a joined message spanning its fragments."""
+
+    def __init__(self, transport: str, monitor: WireMonitor, side: Side, session: dict) -> None:
         super().__init__(transport)
-        self.monitor, self.side = monitor, side
+        self.monitor, self.side, self.session = monitor, side, session
         self.seen: list = []  # the monitor's violations, handed on with the next frame returned
+        self.position = 0  # the implied position of what this side sent
+        self.ok_at: int | None = None  # the position when RESUME_OK came (the server's count starts there)
+        self._spans: dict[int, tuple] = {}  # stream -> (start, first fragment's end, hash) of a message begun
 
     def feed(self, data: bytes | str) -> list[Frame]:
         if self.transport != "tcp":
-            return self._decoded(lambda: codec.decode_websocket(data))
+            return self._decoded(lambda: codec.decode_websocket(data),
+                                 lambda: len(data.encode() if isinstance(data, str) else data))
         self._decoder.feed(data.encode() if isinstance(data, str) else data)
         out: list[Frame] = []
         while True:
-            frames = self._decoded(self._decoder.next_frame)
+            frames = self._decoded(self._decoder.next_frame, lambda: self._decoder.last_length)
             if frames is None:
                 return out
             out += frames
 
-    def _decoded(self, next_frame: Callable) -> list[Frame] | None:
+    def _decoded(self, next_frame: Callable, length: Callable[[], int]) -> list[Frame] | None:
         try:
             frame = next_frame()
         except codec.FrameError as exc:
@@ -101,10 +118,48 @@ class _Reader(RSocketReader):
         if frame is None:
             return None
         self.seen += self.monitor.observe(self.side, frame)
+        if isinstance(frame, codec.Resume) or isinstance(frame, codec.Setup) and frame.resume_token is not None:
+            self.session["resumable"] = True
+        elif isinstance(frame, codec.ResumeOk):
+            self.ok_at = self.position
+        span = self._position(frame, length()) if self.session["resumable"] else None
         out = self._frames(frame)
         if out and self.seen:
             out[-1].fields["monitor"], self.seen = self.seen, []
+        if out and span:
+            out[-1].fields["pos"] = span
         return out
+
+    def _position(self, frame, length: int) -> tuple[int, int, str, int] | None:
+        """(start, end, digest, end of its first fragment) of a positioned frame or joined message:
+        what a side proves it received by answering it is its first fragment.  Only the server's
+        frames get a digest (a replay is compared by it)."""
+        kind = codec.FRAME_TYPES[type(frame)]
+        if kind not in POSITIONED:
+            return None
+        start = self.position
+        self.position += length
+        digest = hashlib.blake2b(digest_size=8)
+        if self.side is Side.SERVER:
+            try:
+                digest.update(codec.encode_frame(frame))
+            except codec.CodecError:
+                digest.update(b"%d" % length)
+        sid = frame.stream_id
+        if kind in (codec.REQUEST_N, codec.CANCEL, codec.ERROR):  # never fragments; CANCEL and ERROR end one
+            if kind != codec.REQUEST_N:
+                self._spans.pop(sid, None)
+            return start, self.position, digest.hexdigest(), self.position
+        begun = self._spans.pop(sid, None)
+        if begun is not None:
+            begun[2].update(digest.digest())
+            first, first_end, digest = begun
+        else:
+            first, first_end = start, self.position
+        if getattr(frame, "follows", False):
+            self._spans[sid] = first, first_end, digest
+            return None
+        return first, self.position, digest.hexdigest(), first_end
 
 
 @dataclass
@@ -156,15 +211,23 @@ class Rules(Base):
         self.ignorable: dict[str, _Ignorable | None] = {"client": None, "server": None}  # what each must ignore
         self.ended: dict[str, float | None] = {"client": None, "server": None}
         self.last_ts = 0.0
+        self.session = {"resumable": False}  # shared with the readers: they count implied positions
+        self.readers: dict[str, _Reader] = {}
+        self.fact: dict | None = None  # this connection's part of a resumable session (session_facts)
+        self.cut = {"client": False, "server": False}  # a side some of whose frames were not counted
+        self.requested: dict[int, int] = {}  # client stream -> where its request ends (implied position)
 
     def new_reader(self, side: str):
-        return _Reader(self.transport, self.monitor, _SIDE[side])
+        self.readers[side] = _Reader(self.transport, self.monitor, _SIDE[side], self.session)
+        return self.readers[side]
 
     # -- frames ------------------------------------------------------------------------------
 
     def on_frame(self, side: str, frame, ts: float):
         f = frame.fields
         self.last_ts = max(self.last_ts, ts)
+        if self.session["resumable"]:
+            self._resumption(side, f, ts)
         peer = other(side)
         out = [(side, _MONITOR[v.rule], f"{v.rule}: {v.detail}") for v in f.get("monitor", ()) if v.rule in _MONITOR]
         out += self._reaction(side, f, ts)
@@ -307,6 +370,7 @@ class Rules(Base):
         return []
 
     def on_gap(self, side: str) -> None:
+        self.cut[side] = True
         self.owed = []  # the client may have asked, or the server answered, in the bytes not seen
         self.ignorable[other(side)] = None
 
@@ -315,6 +379,64 @@ class Rules(Base):
             return []  # the capture stopped with the connection open: an answer may still be coming
         return [("server", o.requirement, f"{o.message}; it never came") for o in self.owed
                 if self.last_ts - o.ts >= self.window]
+
+    # -- resumption: this connection's part of a session (conformance/trace/sessions/rsocket.py) --
+
+    def _resumption(self, side: str, f, ts: float) -> None:
+        fact, kind = self.fact, f["type"]
+        if fact is None:
+            if side == "client" and kind in ("SETUP", "RESUME") and f["stream"] == 0 and self.first is None:
+                self.fact = {"first_ts": ts, "kind": kind, "key": bytes(f["resume_token"] or b"").hex(),
+                             "lease": bool(f.get("lease")), "window": self.window, "refused": False,
+                             "resume": None, "resume_ok": None, "lease_after_ok": False,
+                             "keepalive": {"client": 0, "server": 0}, "answered": 0,
+                             "frames": deque(maxlen=SESSION_FRAMES), "after_ok": []}
+                if kind == "RESUME":
+                    self.fact["resume"] = {"server_position": f["server_position"], "at": self._where()}
+            return
+        resumed = fact["kind"] == "RESUME"
+        if kind == "INVALID":
+            self.cut[side] = True  # a frame that does not decode: its length may or may not count
+        elif kind == "KEEPALIVE":
+            fact["keepalive"][side] = max(fact["keepalive"][side], f["position"])
+        elif side == "server" and kind == "ERROR" and f["stream"] == 0:
+            fact["refused"] = fact["refused"] or fact["resume_ok"] is None and f["code"] in _SETUP_CODES
+        elif side == "server" and kind == "RESUME_OK" and resumed and fact["resume_ok"] is None:
+            fact["resume_ok"] = {"position": f["position"], "ts": ts, "at": self._where(),
+                                 "client_base": self.readers["client"].position}
+        elif side == "server" and kind == "LEASE" and fact["resume_ok"] is not None:
+            fact["lease_after_ok"] = True
+        pos = f.get("pos")
+        if pos is None or resumed and fact["resume_ok"] is None:
+            return  # not positioned, or before the session's count goes on
+        if side == "client" and kind in _REQUESTS and f["stream"] % 2:
+            self.requested.setdefault(f["stream"], pos[3])
+        elif side == "server":
+            if f["stream"] in self.requested:  # an answer proves the server received the request
+                fact["answered"] = max(fact["answered"], self.requested.pop(f["stream"]))
+            base = self.readers["server"].ok_at or 0 if resumed else 0
+            entry = (pos[0] - base, pos[1] - base, pos[2], self._where())  # (start, end, digest, where)
+            fact["frames"].append(entry)
+            if resumed and len(fact["after_ok"]) < SESSION_FRAMES:
+                fact["after_ok"].append(entry)
+
+    def _where(self) -> dict:
+        frame, offset, end = self.at
+        return {"frame": frame, "offset": offset, "end": end}
+
+    def session_facts(self):
+        fact = self.fact
+        if fact is None:
+            return []
+        base = {"client": 0, "server": 0}
+        if fact["resume_ok"] is not None:
+            base = {"client": fact["resume_ok"].pop("client_base"), "server": self.readers["server"].ok_at or 0}
+        fact.update(frames=list(fact["frames"]), last_ts=self.last_ts,
+                    ended=self.ended != {"client": None, "server": None},
+                    complete={side: not self.cut[side] for side in self.cut},
+                    sent={side: self.readers[side].position - base[side] for side in base},
+                    answered=max(0, fact["answered"] - base["client"]))
+        return [(fact.pop("key"), fact)]
 
     # -- single frames -----------------------------------------------------------------------
 

@@ -1,0 +1,152 @@
+"""RSocket resumption across connections ("Resuming Operation", docs/profiles/rsocket.md
+"Resumption"): a session is keyed by its resume token; its facts (conformance/trace/rules/rsocket.py,
+``Rules.session_facts``) are one SETUP connection, then the RESUME connections that go on with it.
+
+Implied positions count on across connections: the SETUP connection from 0, a resumed one from
+the positions its RESUME (the server's) and RESUME_OK (the client's) name.  Only what the capture
+proves is judged, and bytes in flight when a transport drops are never taken as received:
+
+* what a side received is proven only by that side: a KEEPALIVE's last received position, or (the
+  server) a frame on a stream the client opened, which answers the request that opened it; TCP
+  ACKs prove nothing about the application;
+* a RESUME naming less than the client proved it received breaks rsocket-resume-client-first-frame;
+  a RESUME_OK naming less than the server proved it received breaks rsocket-resume-ok-position;
+* after RESUME_OK the server's positioned frames go on from the client's position: the frames it
+  sent from there on are the first it sends (again) (rsocket-resume-server-implied-position); one
+  that is not, or none until the connection ended ``window`` after RESUME_OK, breaks it;
+* a session set up with L gets a LEASE after each RESUME_OK (rsocket-resume-lease-restart),
+  judged like the answers rules/rsocket.py waits for: when a side ended the connection ``window``
+  past the RESUME_OK.
+
+A session whose SETUP connection is not in the capture is not judged; nor, from there on, one
+whose RESUME or RESUME_OK names a position past all the capture shows sent (a connection of the
+session is missing), one cut by a gap, or one already found broken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from conformance.trace.rules.rsocket import SESSION_FRAMES
+
+
+@dataclass
+class _Session:
+    """What the capture proves of a session so far (positions are the session's implied positions)."""
+
+    lease: bool
+    client_sent: int | None  # the client's highest position sent (None: some of its frames not seen)
+    server_sent: int | None
+    server_received: int  # proven: the server received at least this much of the client's frames
+    received_why: str
+    client_received: int  # proven by the client's KEEPALIVE
+    frames: dict[int, tuple[int, str]] = field(default_factory=dict)  # server frame start -> (end, digest)
+
+
+def check(facts: list[dict]):
+    out: list = []
+    session = None
+    for fact in facts:
+        if fact["kind"] == "SETUP":
+            session = None if fact["refused"] else _set_up(fact)
+        elif session is not None:
+            session = _resumed(session, fact, out)
+    return out
+
+
+def _set_up(fact: dict) -> _Session:
+    complete, sent = fact["complete"], fact["sent"]
+    session = _Session(fact["lease"], sent["client"] if complete["client"] else None,
+                       sent["server"] if complete["server"] else None, 0, "", fact["keepalive"]["client"])
+    _proven(session, fact, 0)
+    _keep(session, fact["frames"], 0)
+    return session
+
+
+def _proven(session: _Session, fact: dict, base: int) -> None:
+    """Raise what the server is proven to have received by this connection's frames."""
+    answered, keepalive = base + fact["answered"] if fact["answered"] else 0, fact["keepalive"]["server"]
+    if answered > session.server_received:
+        session.server_received = answered
+        session.received_why = (f"on {fact['connection']} it answered a request of the client's ending at position "
+                                f"{answered}")
+    if keepalive > session.server_received:
+        session.server_received = keepalive
+        session.received_why = f"on {fact['connection']} its KEEPALIVE said position {keepalive}"
+    session.client_received = max(session.client_received, fact["keepalive"]["client"])
+
+
+def _keep(session: _Session, frames: list, base: int) -> None:
+    for start, end, digest, _ in frames:
+        session.frames[base + start] = (base + end, digest)
+    for start in sorted(session.frames)[:-2 * SESSION_FRAMES]:  # bounded: a RESUME that far back is not judged
+        del session.frames[start]
+
+
+def _resumed(session: _Session, fact: dict, out: list) -> _Session | None:
+    resume, ok = fact["resume"], fact["resume_ok"]
+    asked = resume["server_position"]
+    if session.server_sent is not None and asked > session.server_sent:
+        return None  # more than the capture shows the server sent: a connection is missing from it
+    if asked < session.client_received:
+        out.append((fact, "client", "rsocket-resume-client-first-frame",
+                    f"RESUME names server position {asked}, but the client had received at least "
+                    f"{session.client_received}: its KEEPALIVE on an earlier connection said so", resume["at"]))
+        return None
+    if ok is None:
+        return None if fact["refused"] else session  # refused, or the transport dropped again first
+    position = ok["position"]
+    if session.client_sent is not None and position > session.client_sent:
+        return None  # more than the capture shows the client sent: a connection is missing from it
+    if position < session.server_received:
+        out.append((fact, "server", "rsocket-resume-ok-position",
+                    f"RESUME_OK names client position {position}, but the server had received at least "
+                    f"{session.server_received}: {session.received_why}", ok["at"]))
+        return None
+    waited = fact["ended"] and fact["last_ts"] - ok["ts"] >= fact["window"] and fact["complete"]["server"]
+    _replay(session, fact, asked, waited, out)
+    if session.lease and not fact["lease_after_ok"] and waited:
+        out.append((fact, "server", "rsocket-resume-lease-restart",
+                    f"the session was set up with L, but after its RESUME_OK the server sent no LEASE in the "
+                    f"{1000 * (fact['last_ts'] - ok['ts']):.0f} ms until the connection ended", ok["at"]))
+    complete, sent = fact["complete"], fact["sent"]
+    session.client_sent = (max(session.client_sent, position + sent["client"])
+                           if session.client_sent is not None and complete["client"] else None)
+    session.server_sent = (max(session.server_sent, asked + sent["server"])
+                           if session.server_sent is not None and complete["server"] else None)
+    session.server_received = max(session.server_received, position)
+    session.client_received = max(session.client_received, asked)
+    _proven(session, fact, position)
+    session.frames = {start: kept for start, kept in session.frames.items() if start < asked}
+    _keep(session, fact["frames"], asked)
+    return session
+
+
+def _replay(session: _Session, fact: dict, asked: int, waited: bool, out: list) -> None:
+    """The server's frames after RESUME_OK start with those it sent from ``asked`` on."""
+    if session.server_sent is None:
+        return
+    owed, at = [], asked
+    while at < session.server_sent:
+        if at not in session.frames:
+            return  # not a frame boundary the capture kept: not judged
+        end, digest = session.frames[at]
+        owed.append((at, end, digest))
+        at = end
+    after = fact["after_ok"]
+    for n, (start, end, digest) in enumerate(owed):
+        if n < len(after):
+            if after[n][2] != digest:
+                out.append((fact, "server", "rsocket-resume-server-implied-position",
+                            f"RESUME asked the server's frames from position {asked} on and RESUME_OK accepted; the "
+                            f"server's frame {n + 1} after it is not the one it sent at position {start} "
+                            f"(bytes {start}-{end - 1}), so their implied positions no longer match", after[n][3]))
+            return
+        if len(after) >= SESSION_FRAMES or not waited:
+            return  # the capture kept no more of them, or may have stopped before they came
+        out.append((fact, "server", "rsocket-resume-server-implied-position",
+                    f"RESUME asked the server's frames from position {asked} on and RESUME_OK accepted, but the "
+                    f"frames it sent from position {start} to {session.server_sent} never came again in the "
+                    f"{1000 * (fact['last_ts'] - fact['resume_ok']['ts']):.0f} ms until the connection ended",
+                    fact["resume_ok"]["at"]))
+        return

@@ -1,0 +1,234 @@
+"""Checks across connections (conformance/trace/sessions): an RSocket session set up on one
+connection and resumed on another, on hand-built captures (tests/trace/rsocket_frames.py).
+
+Positions are hand-computed: the client's REQUEST_STREAM is 17 bytes (implied positions 0-17),
+each server PAYLOAD of one byte 7 (0-7, 7-14)."""
+
+from __future__ import annotations
+
+import json
+
+from conformance.cli import main
+from conformance.trace.check import check_file
+from conformance.trace.sessions import Sessions
+from tests.trace import rsocket_frames as rs
+from tests.trace.pcapfiles import conversation, write_pcap
+
+SERVER = ("127.0.0.1", 7878)
+FIRST, SECOND = ("127.0.0.1", 40001), ("127.0.0.1", 40002)
+RESUMED = f"{SECOND[0]}:{SECOND[1]} -> {SERVER[0]}:{SERVER[1]}"
+
+
+def _set_up(*extra, lease=False):
+    """The first connection: SETUP with R (and L), a stream of two PAYLOADs; then its transport drops."""
+    return conversation(FIRST, SERVER, [("client", rs.setup(lease) + rs.REQUEST_STREAM),
+                                        *([("server", rs.lease())] if lease else []),
+                                        ("server", rs.payload(b"0")), ("server", rs.payload(b"1")), *extra])
+
+
+def _resumed(*moves, start=900):
+    return conversation(SECOND, SERVER, list(moves), start=start)
+
+
+def _capture(tmp_path, *connections, pause_after=None, name="c.pcap"):
+    """One capture of the connections in turn, a millisecond apart; a second's pause after the
+    segment numbered ``pause_after`` (the connection's FINs come that much after it)."""
+    segments = [seg for conn in connections for seg in conn]
+    times = [1000.0 + i / 1000 + (1.0 if pause_after is not None and i > pause_after else 0)
+             for i in range(len(segments))]
+    return write_pcap(tmp_path / name, segments, times=times)
+
+
+def _findings(*paths):
+    sessions = Sessions()
+    for path in paths:
+        result = check_file(path, {}, "rsocket", {})
+        assert result.findings == [] and result.problems == [], [str(f) for f in result.findings]
+        sessions.add(str(path), result.facts)
+    return [(f.requirement, f.sender, f.connection, f.frame) for _, f in sessions.findings()]
+
+
+def test_a_resume_ok_below_what_the_server_answered_is_a_finding(tmp_path):
+    # the server answered the REQUEST_STREAM (positions 0-17) with PAYLOADs: it received 17
+    bad = _capture(tmp_path, _set_up(), _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(14))))
+    assert _findings(bad) == [("rsocket-resume-ok-position", "server", RESUMED, 0)]
+    good = _capture(tmp_path, _set_up(), _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(17))),
+                    name="good.pcap")
+    assert _findings(good) == []
+
+
+def test_without_the_setup_connection_nothing_is_judged(tmp_path):
+    only = _capture(tmp_path, _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(14))))
+    assert _findings(only) == []
+
+
+def test_the_session_spans_files_and_the_cli_reports_it(tmp_path, capsys):
+    first = _capture(tmp_path, _set_up(), name="first.pcap")
+    second = _capture(tmp_path, _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(14))),
+                      name="second.pcap")
+    records = tmp_path / "records.jsonl"
+    assert main(["check-trace", "--port", "7878=rsocket", str(first), str(second), "--records", str(records)]) == 1
+    assert "across connections: 1 findings" in capsys.readouterr().out
+    (record,) = [json.loads(line) for line in records.read_text().splitlines()]
+    assert (record["requirementId"], record["capture"], record["connection"]) == \
+        ("rsocket-resume-ok-position", str(second), RESUMED)
+
+
+def test_a_resume_below_the_clients_keepalive_position_is_a_finding(tmp_path):
+    said = _capture(tmp_path, _set_up(("client", rs.keepalive(14))),
+                    _resumed(("client", rs.resume(0)), ("server", rs.resume_ok(17))))
+    assert _findings(said) == [("rsocket-resume-client-first-frame", "client", RESUMED, 0)]
+    # without the KEEPALIVE nothing shows the PAYLOADs reached the client: they may have been in flight
+    unsaid = _capture(tmp_path, _set_up(), _resumed(("client", rs.resume(0)), ("server", rs.resume_ok(17))),
+                      name="unsaid.pcap")
+    assert _findings(unsaid) == []
+
+
+def test_after_resume_ok_the_server_goes_on_from_the_clients_position(tmp_path):
+    resume = [("client", rs.resume(7)), ("server", rs.resume_ok(17))]
+    replayed = _capture(tmp_path, _set_up(), _resumed(*resume, ("server", rs.payload(b"1")),
+                                                      ("server", rs.payload(b"2"))))
+    assert _findings(replayed) == []
+    skipped = _capture(tmp_path, _set_up(), _resumed(*resume, ("server", rs.payload(b"2"))), name="skipped.pcap")
+    assert _findings(skipped) == [("rsocket-resume-server-implied-position", "server", RESUMED, 1)]
+    # nothing again, and the connection ends a second after RESUME_OK (segment 10 of the capture)
+    silent = _capture(tmp_path, _set_up(), _resumed(*resume), pause_after=10, name="silent.pcap")
+    assert _findings(silent) == [("rsocket-resume-server-implied-position", "server", RESUMED, 0)]
+    # ... but a connection that ends at once may have been cut before the frames came
+    brief = _capture(tmp_path, _set_up(), _resumed(*resume), name="brief.pcap")
+    assert _findings(brief) == []
+
+
+def test_a_leased_session_gets_a_lease_after_resume_ok(tmp_path):
+    resume = [("client", rs.resume(14)), ("server", rs.resume_ok(17))]
+    renewed = _capture(tmp_path, _set_up(lease=True), _resumed(*resume, ("server", rs.lease())), pause_after=11)
+    assert _findings(renewed) == []
+    stale = _capture(tmp_path, _set_up(lease=True), _resumed(*resume), pause_after=11, name="stale.pcap")
+    assert _findings(stale) == [("rsocket-resume-lease-restart", "server", RESUMED, 0)]
+
+
+# -- MTL leases: the checker on facts as conformance/trace/rules/mtl.py gives them ---------------
+
+def _lease_fact(client_port: int, *answers, ended=None):
+    """A data connection's presentations of one lease: (asked, code, answered) times in seconds."""
+    return {"first_ts": answers[0][0], "dead_after": 3.5, "ended": ended, "transport": "tcp",
+            "connection": f"127.0.0.1:{client_port} -> 127.0.0.1:7000", "capture": "c.pcap",
+            "endpoints": {"client": f"127.0.0.1:{client_port}", "server": "127.0.0.1:7000"},
+            "answers": [{"asked": asked, "code": code, "ts": ts, "at": {"frame": n, "offset": 10 * n, "end": None}}
+                        for n, (asked, code, ts) in enumerate(answers)]}
+
+
+def _lease_findings(*facts):
+    from conformance.trace.sessions import findings_of
+    return [(f.requirement, f.connection.split(" ")[0], f.frame) for _, f in findings_of("mtl", list(facts))]
+
+
+def test_a_lease_granted_on_a_second_connection_while_the_first_holds_it():
+    first, second = _lease_fact(1, (1.0, 200, 1.001)), _lease_fact(2, (1.01, 200, 1.011))
+    assert _lease_findings(first, second) == [("mtl-lease-response", "127.0.0.1:2", 0)]
+    # refused on the second, granted again on the first: the profile's own case
+    assert _lease_findings(_lease_fact(1, (1.0, 200, 1.001), (1.02, 200, 1.021)),
+                           _lease_fact(2, (1.01, 403, 1.011))) == []
+
+
+def test_a_lease_is_not_judged_once_its_holder_may_have_let_it_go():
+    assert _lease_findings(_lease_fact(1, (1.0, 200, 1.001), ended=1.005), _lease_fact(2, (1.01, 200, 1.011))) == []
+    # past the heartbeat timeout the server may have dropped the holder as a dead peer
+    assert _lease_findings(_lease_fact(1, (1.0, 200, 1.001)), _lease_fact(2, (5.0, 200, 5.001))) == []
+    # a first presentation refused holds nothing; answers that crossed prove no order
+    assert _lease_findings(_lease_fact(1, (1.0, 403, 1.001)), _lease_fact(2, (1.01, 200, 1.011))) == []
+    assert _lease_findings(_lease_fact(1, (1.0, 200, 1.02)), _lease_fact(2, (1.01, 200, 1.011))) == []
+
+
+# -- Micromessage2 topics: the checker on facts as conformance/trace/rules/micromessage2.py gives them
+
+def _topic_fact(client_port: int, proven=None, published=(), delivered=(), last_ts=5.0, complete=True):
+    return {"first_ts": 1.0, "subscribed": proven and 1.0, "proven": proven, "unsubscribed": False,
+            "published": [(ts, digest, {"frame": 4, "offset": 144, "end": None}) for ts, digest in published],
+            "delivered": list(delivered), "overflow": False, "window": 1.0, "ended": True, "last_ts": last_ts,
+            "complete": complete,
+            "connection": f"127.0.0.1:{client_port} -> 127.0.0.1:7100", "capture": "c.pcap", "transport": "tcp",
+            "endpoints": {"client": f"127.0.0.1:{client_port}", "server": "127.0.0.1:7100"}}
+
+
+def _topic_findings(*facts):
+    from conformance.trace.sessions import findings_of
+    return [(f.requirement, f.sender, f.connection.split(" ")[0]) for _, f in findings_of("micromessage2", list(facts))]
+
+
+def test_a_publication_that_reaches_one_subscriber_and_not_another():
+    publisher = _topic_fact(3, published=[(2.0, "m")])
+    main, second = _topic_fact(1, proven=1.5, delivered=[(2.1, "m")]), _topic_fact(2, proven=1.6)
+    assert _topic_findings(main, second, publisher) == [("mm2-topic-fan-out", "server", "127.0.0.1:2")]
+    assert _topic_findings(main, _topic_fact(2, proven=1.6, delivered=[(2.2, "m")]), publisher) == []
+
+
+def test_a_publication_nobody_got_or_a_subscriber_not_proven_is_not_judged():
+    publisher = _topic_fact(3, published=[(2.0, "m")])
+    # no delivery anywhere: the SEND may never have reached the server
+    assert _topic_findings(_topic_fact(1, proven=1.5), _topic_fact(2, proven=1.6), publisher) == []
+    got = _topic_fact(1, proven=1.5, delivered=[(2.1, "m")])
+    # subscribed, but not shown in place before the publication was sent
+    assert _topic_findings(got, _topic_fact(2, proven=2.05), publisher) == []
+    # ended too soon after the delivery elsewhere, or part of its server frames not seen
+    assert _topic_findings(got, _topic_fact(2, proven=1.6, last_ts=2.5), publisher) == []
+    assert _topic_findings(got, _topic_fact(2, proven=1.6, complete=False), publisher) == []
+
+
+# Micromessage2 frames laid out by hand from docs/profiles/micromessage2.md: a handshake is major,
+# minor, flags, identity (u8 length), required and optional lists (u16 lengths); a MESSAGE/SEND is
+# flags 0, seq u16, destination (u8 length), properties (u16 length), payload (u8 length); a
+# COMMAND is flags 1 and its payload (u8 length).
+def _handshake(required: bytes) -> bytes:
+    return bytes([1, 0, 0, 4]) + b"test" + len(required).to_bytes(2, "big") + required + b"\0\0"
+
+
+def _send(seq: int, destination: bytes, payload: bytes) -> bytes:
+    return (b"\0" + seq.to_bytes(2, "big") + bytes([len(destination)]) + destination + b"\0\0"
+            + bytes([len(payload)]) + payload)
+
+
+SUBSCRIBE = b"\x01" + bytes([34]) + b"subscribe;destination=test%2Ftopic"
+MM2 = ("127.0.0.1", 7100)
+
+
+def _subscriber(port: int, delivered: bool, echo_before: bool = False):
+    """Handshake with pubsub, subscribe, an echo that proves it read; the publication if ``delivered``.
+    ``echo_before``: the same echo was sent before the subscribe too, so its answer proves nothing."""
+    news = [("server", _send(1, b"test/topic", b"news"))] if delivered else []
+    before = _send(1, b"test/echo", b"%d" % port) if echo_before else b""
+    segments = conversation(("127.0.0.1", port), MM2, [
+        ("client", _handshake(b"pubsub")), ("server", _handshake(b"")),
+        ("client", _handshake(b"pubsub") + before + SUBSCRIBE + _send(2, b"test/echo", b"%d" % port)),
+        ("server", _send(1, b"test/echo", b"%d" % port)), *news], start=port)
+    return segments[:6], segments[6:-2], segments[-2:]  # before the publication, its delivery, the FINs
+
+
+def test_a_topic_fanned_out_to_one_subscriber_of_two_is_a_finding(tmp_path):
+    publisher = conversation(("127.0.0.1", 41003), MM2, [
+        ("client", _handshake(b"pubsub")), ("server", _handshake(b"")),
+        ("client", _handshake(b"pubsub") + _send(1, b"test/topic", b"news"))], start=41003)
+
+    def capture(name, second_gets_it, echo_before=False):
+        main, second = _subscriber(41001, True), _subscriber(41002, second_gets_it, echo_before)
+        first = main[0] + second[0] + publisher[:5] + main[1] + second[1]
+        fins = main[2] + second[2] + publisher[5:]
+        times = [1000 + i / 1000 for i in range(len(first))] + [1002 + i / 1000 for i in range(len(fins))]
+        return write_pcap(tmp_path / name, first + fins, times=times)
+
+    sessions = Sessions()
+    result = check_file(capture("bug.pcap", False), {}, "micromessage2", {})
+    assert result.findings == []
+    sessions.add("bug.pcap", result.facts)
+    assert [(f.requirement, f.connection) for _, f in sessions.findings()] == [
+        ("mm2-topic-fan-out", "127.0.0.1:41002 -> 127.0.0.1:7100")]
+    assert _findings_of_file(capture("twin.pcap", True), "micromessage2") == []
+    # the second's echo answers a message it also sent before subscribing: no proof it read the subscribe
+    assert _findings_of_file(capture("unproven.pcap", False, echo_before=True), "micromessage2") == []
+
+
+def _findings_of_file(path, protocol):
+    sessions = Sessions()
+    result = check_file(path, {}, protocol, {})
+    sessions.add(str(path), result.facts)
+    return [str(f) for f in result.findings] + [str(f) for _, f in sessions.findings()]
