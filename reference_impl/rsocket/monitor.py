@@ -18,8 +18,9 @@ to ignore), then checked against the rules a sender must keep, which the interop
   responder at most one; nothing after its own COMPLETE, ERROR or CANCEL on that stream;
 * a CANCEL ends the credit: REQUEST_Ns its sender sends after it add none, so a responder that
   goes on past what it had been granted before the CANCEL ignored it (payload-after-cancel);
-* a request on a stream still in use is dropped by its receiver: it opens nothing and grants no
-  credit, so PAYLOADs answering it are past the first request's credit (payload-for-ignored-request);
+* a requester skips the IDs still in use (stream-id-in-use); a request on one is dropped by its
+  receiver: it opens nothing and grants no credit, so PAYLOADs answering it are past the first
+  request's credit (payload-for-ignored-request);
 * no PAYLOAD on a stream that was never opened or that both sides have ended;
 * nothing from a side after it sent ERROR on stream 0;
 * a KEEPALIVE answer carries back the data of the KEEPALIVE(R) it answers.
@@ -150,6 +151,8 @@ class WireMonitor:
             stream.duplicate = True  # in use: the receiver must ignore this request
             if wrong_parity:  # ignored or not, the other side's IDs are not this side's to use
                 self._violate(side, "stream-id-parity", f"stream {sid}")
+            else:  # "The Requester MUST skip IDs still in use"
+                self._violate(side, "stream-id-in-use", f"stream {sid}")
             return
         if wrong_parity:
             self._violate(side, "stream-id-parity", f"stream {sid}")
