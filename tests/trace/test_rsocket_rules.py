@@ -60,3 +60,29 @@ def test_a_first_request_that_is_not_setup_owes_invalid_setup():
     assert findings(("client", 0, SETUP), ("client", 0, request), ("server", 0.01, answer)) == []
     assert findings(("client", 0, SETUP), ("client", 0, H("00000003" "1000") + b"x")) == [
         ("client", "rsocket-stream-id-client-start")]
+
+
+def _ws_findings(client_messages: list[bytes]) -> list[tuple[str, str]]:
+    """The client's messages as masked binary WebSocket frames after an upgrade (RFC 6455 5.2)."""
+    observer = Observer("rsocket", "ws", ("127.0.0.1", 40000), ("127.0.0.1", 9000),
+                        rules_for("rsocket", "ws", {"silence_ms": 300}))
+    upgrade = (b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    answer = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+    observer.data("client", 0.0, 0, upgrade)
+    observer.data("server", 0.01, 0, answer)
+    offset, key = len(upgrade), b"\x01\x02\x03\x04"
+    for i, body in enumerate(client_messages):
+        frame = bytes([0x82, 0x80 | len(body)]) + key + bytes(b ^ key[j % 4] for j, b in enumerate(body))
+        observer.data("client", 0.1 + i / 10, offset, frame)
+        offset += len(frame)
+    observer.finish()
+    return [(f.sender, f.requirement) for f in observer.findings]
+
+
+def test_a_short_websocket_message_does_not_stop_the_checks_of_the_next_ones():
+    # on WebSocket each message is one frame: a message too short for a header (3 octets) breaks
+    # the framing of that message only, and the REQUEST_STREAM with n = 0 after it is still judged
+    request_n_zero = H("00000001" "1800" "00000000") + b"x"
+    found = _ws_findings([SETUP, H("000000"), request_n_zero])
+    assert ("client", "rsocket-request-n-positive") in found, found

@@ -108,8 +108,8 @@ class _Reader(RSocketReader):
         try:
             frame = next_frame()
         except codec.FrameError as exc:
-            if exc.code in _STOPPERS:
-                raise
+            if exc.code in _STOPPERS and self.transport == "tcp":
+                raise  # no frame boundary after a bad length; a WebSocket message still ends where it ends
             if exc.stream_id:
                 self.monitor.forget(exc.stream_id)
             fields = {"type": "INVALID", "stream": exc.stream_id, "frame_type": exc.frame_type,
