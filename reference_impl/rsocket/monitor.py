@@ -41,8 +41,6 @@ from reference_impl.rsocket.codec import (
 )
 
 
-
-
 @dataclass
 class _Stream:
     kind: type

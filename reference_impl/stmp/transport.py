@@ -140,7 +140,7 @@ class Link:
 
     def flush_soon(self) -> None:
         """Flush once the tasks ready now have run: the requests a batch of replies wakes leave in
-        one write (32 of them in the id-wrap case), not a write and a drain each."""
+        one write (a window of them in the id-wrap case), not a write and a drain each."""
         if self._flush_due is None:
             self._flush_due = asyncio.get_running_loop().create_task(self._flush_later())
 

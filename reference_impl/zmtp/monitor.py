@@ -28,8 +28,6 @@ from reference_impl.zmtp.curve import HELLO_SIZE, MIN_INITIATE_SIZE, MIN_MESSAGE
 from reference_impl.zmtp.greeting import GreetingDecoder
 
 
-
-
 MessageCheck = Callable[[Side, list[bytes]], Iterable[tuple[str, str]]]
 
 # CURVE handshake commands in the order each side sends them, with the size rule of each
