@@ -38,6 +38,7 @@ LIBRARIES = {
     "rsocket-js 1.0.0-alpha.3": ("rsocket-js-1.0", "conformance-thirdparty-rsocket-js-1.0:latest"),
 }
 PASSING = {"PASSED", "INFORMATIONAL"}
+RERUN_CASE = "rerun-case.txt"  # in a re-run's folder: the case it was for
 # page column -> (run folder's name, image, the -k expression of the cases it runs instead of the
 # library's image): the same library in another mode of its public API
 VARIANTS = {
@@ -83,8 +84,17 @@ def run(out: Path, only: str | None) -> None:
                      *(["-k", keyword] if keyword else []))
         for i, case in enumerate(suspects(_records(folder))):
             # a fresh container per case: the ERROR may be a server that an earlier case killed
+            rerun = out / f"{name}.rerun-{i:02d}"
             _conformance("--target", f"docker:{image}", "--impl-name", name, "--jobs", "1",
-                         "-k", case, "--out", str(out / f"{name}.rerun-{i:02d}"))
+                         "-k", case, "--out", str(rerun))
+            (rerun / RERUN_CASE).write_text(case)  # -k matches other ids that contain this one
+
+
+def _rerun_records(folder: Path) -> list[dict]:
+    """A re-run's records of the case it was for (``-k`` is a substring match)."""
+    marker = folder / RERUN_CASE
+    case = marker.read_text() if marker.exists() else None
+    return [r for r in _records(folder) if case is None or r["case"] == case]
 
 
 def suspects(records: list[dict]) -> list[str]:
@@ -111,7 +121,7 @@ def grades(out: Path, name: str) -> dict[str, dict[str, str]]:
     for record in _records(out / name):
         result.setdefault(record["case"], {})[record["transport"]] = record["grade"]
     for folder in sorted(out.glob(f"{name}.rerun-*")):
-        for record in _records(folder):
+        for record in _rerun_records(folder):
             cell = result.setdefault(record["case"], {})
             if record["grade"] != "ERROR" or record["transport"] not in cell:
                 cell[record["transport"]] = record["grade"]
@@ -227,7 +237,7 @@ def wire(out: Path, name: str, case: str, transport: str) -> None:
     excerpt a finding quotes."""
     found = None  # as in grades(): a re-run's record replaces the first run's, unless it is an ERROR
     for folder in [out / name, *sorted(out.glob(f"{name}.rerun-*"))]:
-        for record in _records(folder):
+        for record in _records(folder) if folder == out / name else _rerun_records(folder):
             if record["case"] == case and record["transport"] == transport and record.get("wirelog") \
                     and (found is None or record["grade"] != "ERROR"):
                 found = (folder, record)

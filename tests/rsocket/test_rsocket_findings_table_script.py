@@ -45,6 +45,14 @@ def test_a_rerun_replaces_the_first_grade_unless_it_is_an_error(tmp_path: Path) 
                                              "rsocket/c": {"tcp": "FAILED"}, "rsocket/d": {"tcp": "ERROR"}}
 
 
+def test_a_rerun_grades_only_the_case_it_was_for(tmp_path: Path) -> None:
+    # -k rsocket/b also ran rsocket/b-long, whose first run's grade stands
+    _write(tmp_path / "lib", [_record("b", "tcp", "ERROR"), _record("b-long", "tcp", "FAILED")])
+    _write(tmp_path / "lib.rerun-00", [_record("b", "tcp", "PASSED"), _record("b-long", "tcp", "PASSED")])
+    (tmp_path / "lib.rerun-00" / table.RERUN_CASE).write_text("rsocket/b")
+    assert table.grades(tmp_path, "lib") == {"rsocket/b": {"tcp": "PASSED"}, "rsocket/b-long": {"tcp": "FAILED"}}
+
+
 def test_a_cell_names_its_references_beside_every_grade_but_passed() -> None:
     assert table.cell_text({"tcp": "FAILED", "ws": "FAILED"}, ["F-X-1"]) == "FAILED (F-X-1)"
     assert table.cell_text({"tcp": "FAILED", "ws": "PASSED"}, ["F-X-1"]) == "tcp: FAILED (F-X-1); ws: PASSED"
