@@ -189,9 +189,10 @@ class CaseRunner:
                 channel = accepted.result()
             except ChannelError as exc:
                 return self._result(Grade.ERROR, str(exc), started)
-            result = await self._run(channel, started, client=client)
-            await channel.close()
-            return result
+            try:
+                return await self._run(channel, started, client=client)
+            finally:  # a cancelled run too: the client must not wait on a connection nobody reads
+                await channel.close()
         finally:
             for extra in reversed(self._extra):  # connections taken by accept steps
                 await extra.close()
