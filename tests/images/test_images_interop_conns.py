@@ -1,0 +1,123 @@
+"""`conformance interop` with a client that opens more than one connection in a case (a reconnect,
+an RSocket RESUME on a new transport, an MTL client with two control connections): every
+connection the proxy accepts has a monitor of its own, so two byte streams are never judged as
+one, and a violation names its connection.  In-process pairs, no engine."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from conformance.images.implementations import Implementation
+from conformance.images.interop import PROTOCOLS, REFERENCE, run_pair
+from reference_impl.mtl.client import run_client_testcase as mtl_testcase
+from reference_impl.rsocket import codec
+from reference_impl.rsocket.client import run_client_testcase as rsocket_testcase
+
+SETUP = codec.Setup(1, 0, 20_000, 90_000, "text/plain", "text/plain")
+TOKEN = b"interop-conns-token"
+
+
+def _impl(protocol: str) -> Implementation:
+    return Implementation(name=REFERENCE, image="", kind="reference", protocols=(protocol,))
+
+
+def _run(protocol: str, client, tmp_path: Path, case: str) -> tuple[dict, str]:
+    """One case of the reference server with CLIENT (url, log -> exit code) in place of the
+    reference client: the case's result and its wire log."""
+    proto = dataclasses.replace(PROTOCOLS[protocol](), run_reference_client=lambda _case, url, log: client(url, log))
+    pair = asyncio.run(run_pair(_impl(protocol), _impl(protocol), proto, protocol, [case], tmp_path))
+    result = pair["cases"][0]
+    return result, (tmp_path / result["wire"]).read_text()
+
+
+async def _raw_rsocket(url: str, frames: list, answers: int = 0) -> list:
+    """Sends FRAMES on a connection of its own, reads ANSWERS frames back (1 s each), closes."""
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    got = []
+    try:
+        writer.write(b"".join(codec.encode_tcp(frame) for frame in frames))
+        await writer.drain()
+        for _ in range(answers):
+            size = int.from_bytes(await asyncio.wait_for(reader.readexactly(3), 1.0), "big")
+            got.append(codec.decode_frame(await asyncio.wait_for(reader.readexactly(size), 1.0)))
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    return got
+
+
+def test_two_rsocket_connections_each_correct_give_no_violation(tmp_path: Path) -> None:
+    # each connection opens stream 1 after its SETUP: fed to one monitor, the second request
+    # looked like stream-id-not-increasing
+    async def twice(url: str, log) -> int:
+        codes = [await rsocket_testcase(url, "request-response") for _ in range(2)]
+        log(f"two connections: {codes}")
+        return max(codes)
+
+    result, wire = _run("rsocket", twice, tmp_path, "request-response")
+    assert result["verdict"] == "passed" and result["violations"] == [], result
+    assert "connection 2 opened" in wire and wire.count("the client closed its end of connection") == 2
+
+
+def test_a_rule_the_second_connection_breaks_names_connection_2(tmp_path: Path) -> None:
+    # "The first frame sent by the Client MUST be SETUP or RESUME" (Protocol.md, Connection
+    # Establishment): the second connection starts with REQUEST_FNF.  One monitor for both missed it.
+    async def second_without_setup(url: str, log) -> int:
+        answer = await _raw_rsocket(url, [SETUP, codec.RequestResponse(1, None, b"echo:a")], answers=1)
+        log(f"connection 1 answered {answer}")
+        await _raw_rsocket(url, [codec.RequestFnf(3, None, b"fnf:x")])
+        return 0
+
+    result, wire = _run("rsocket", second_without_setup, tmp_path, "fnf")
+    assert result["verdict"] == "client-broke-spec", result
+    assert len(result["violations"]) == 1
+    violation = result["violations"][0]
+    assert violation.startswith("client broke first-frame-not-setup (frame 0)") and "connection 2" in violation
+    assert "VIOLATION connection 2: client broke first-frame-not-setup" in wire
+
+
+def test_a_resume_that_opens_the_second_connection_is_no_protocol_error(tmp_path: Path) -> None:
+    # "The first frame sent by the Client MUST be SETUP or RESUME": a RESUME continues the session
+    # of the first connection (SETUP with R), and is its own connection's first frame
+    seen = []
+
+    async def resume_on_a_new_transport(url: str, log) -> int:
+        setup = dataclasses.replace(SETUP, resume_token=TOKEN)
+        seen.append(await _raw_rsocket(url, [setup, codec.RequestResponse(1, None, b"echo:a")], answers=1))
+        seen.append(await _raw_rsocket(url, [codec.Resume(1, 0, TOKEN, 0, 0)], answers=1))
+        return 0
+
+    result, wire = _run("rsocket", resume_on_a_new_transport, tmp_path, "request-response")
+    assert isinstance(seen[0][0], codec.Payload) and seen[0][0].data == b"a"
+    assert isinstance(seen[1][0], (codec.ResumeOk, codec.Error)), seen  # the server answered the RESUME
+    assert result["verdict"] == "passed" and result["violations"] == [], result
+    assert "connection 2 opened" in wire
+
+
+def test_one_connection_keeps_the_log_as_it_was(tmp_path: Path) -> None:
+    result, wire = _run("rsocket", lambda url, log: rsocket_testcase(url, "request-response"), tmp_path,
+                        "request-response")
+    assert result["verdict"] == "passed", result
+    assert "connection 2" not in wire and "connection 1" not in wire
+    assert "the client closed its end of the connection" in wire
+
+
+def test_an_mtl_client_with_two_control_connections(tmp_path: Path) -> None:
+    # two test-profile runs: two control connections (two greetings, two handshakes; one monitor for
+    # both read the second greeting as frames), each with a writer and a reader data connection
+    async def twice(url: str, log) -> int:
+        codes = [await mtl_testcase(url, "test-profile") for _ in range(2)]
+        log(f"two control connections: {codes}")
+        return max(codes)
+
+    result, wire = _run("mtl", twice, tmp_path, "test-profile")
+    assert result["verdict"] == "passed" and result["violations"] == [], result
+    assert "monitor: 4 data connections" in wire
+    # the data connections are numbered across the case, in the order they were accepted
+    assert [int(n) for n in re.findall(r"data connection (\d+), client to server", wire)][:1] == [1]
+    assert "data connection 4, " in wire and "connection 2 opened" in wire
