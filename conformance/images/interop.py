@@ -58,12 +58,13 @@ SIDES = {"to-target": "client", "from-target": "server"}
 
 
 def _rsocket() -> InteropProtocol:
+    from conformance.images.interop_rsocket import RSocketMonitors
     from reference_impl.rsocket.client_cases import CASES, run_case, server_kept
-    from reference_impl.rsocket.monitor import Side, WireMonitor
+    from reference_impl.rsocket.monitor import Side
     from reference_impl.rsocket.server import start_server
     return InteropProtocol(cases=tuple(CASES), start_reference_server=start_server,
                            run_reference_client=lambda case, url, log: run_case(case, url, log=log),
-                           monitor=WireMonitor, side_of=lambda name: Side(name), server_check=server_kept)
+                           monitor=RSocketMonitors, side_of=lambda name: Side(name), server_check=server_kept)
 
 
 def _mc0() -> InteropProtocol:
@@ -188,22 +189,11 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
     from conformance.faultproxy import FaultProxy
     from conformance.wirelog import WireLog
     started = time.monotonic()
-    monitor = proto.monitor()
+    monitor = proto.monitor()  # the case's: a monitor per connection the proxy accepts
     log = WireLog()
-
-    closed: list[str] = []  # the sides that closed their end, in order
-
-    def tap(direction: str, data: bytes) -> None:
-        if not data:
-            closed.append(SIDES[direction])
-            log.note(f"the {SIDES[direction]} closed its end of the connection")
-            return
-        (log.sent if direction == "to-target" else log.received)(data)
-        for violation in monitor.feed(proto.side_of(SIDES[direction]), data):
-            log.note(f"VIOLATION {violation}")
-
+    closed: list[tuple[int, str]] = []  # (connection, side) as each side closed its end, in order
     proxy = await FaultProxy.start(server.url, {}, log)
-    proxy.tap = tap
+    proxy.tap_for_connection = _connection_taps(monitor, proto, log, closed)
     follow = getattr(monitor, "follow", None)  # connections a reply points to (MTL's data ports) get proxies too
     if follow is not None:
         proxy.rewrite_for_connection = follow(log)
@@ -225,8 +215,8 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
         code_seen = 1  # the exchange did not do what the case is for, though the client could not tell
     else:
         code_seen = code
-    notes = list(getattr(monitor, "notes", []))  # what the monitor could not check, and why
-    if hasattr(monitor, "messages"):
+    notes = list(monitor.notes)  # what the monitors could not check, and why
+    if monitor.messages is not None:
         log.note(f"monitor: read {monitor.frames} frames, {monitor.messages} messages")
     if hasattr(monitor, "data"):
         log.note(f"monitor: {len(monitor.data)} data connections, {monitor.data_frames} of those frames theirs")
@@ -243,11 +233,45 @@ async def run_case(client: Implementation, server: _Server, proto: InteropProtoc
         + "\n--- wire (>> client to server, << server to client) ---\n" + log.render()
         + "\n--- client output ---\n" + client_log[-20000:] + "\n")
     detail = error or kept_wrong or next((line for line in reversed(client_log.splitlines()) if "FAILED" in line), "")
-    if verdict == "failed" and closed[:1] == ["server"]:
+    if verdict == "failed" and closed and closed[0][1] == "server":
         # not a frame, so no rule of the monitor: said beside the client's own words
-        detail = f"the server closed the connection first; {detail}"
+        which = f"{monitor.label} {closed[0][0]}" if len(monitor.connections) > 1 else "the connection"
+        detail = f"the server closed {which} first; {detail}"
     return CaseResult(case, verdict, code, violations, time.monotonic() - started,
                       str(wire_path.relative_to(out)), detail[:500], tuple(notes))
+
+
+def _connection_taps(monitor, proto: InteropProtocol, log, closed: list[tuple[int, str]]):
+    """The proxy's tap for each connection it accepts, numbered in accept order: that connection's
+    own monitor.  The wire log reads as before while there is one connection; from the second on,
+    it says which connection each chunk, close and violation is of."""
+    last = [0]  # the connection of the last chunk logged
+
+    def tap_for_connection():
+        connection = monitor.connection()
+        number = len(monitor.connections)
+        name = f"{monitor.label} {number}"
+        if number == 2:
+            log.note(f"{name} opened: what is above is {monitor.label} 1's; from here on a line names the "
+                     "connection of the chunks below it")
+        elif number > 2:
+            log.note(f"{name} opened")
+
+        def tap(direction: str, data: bytes) -> None:
+            side = SIDES[direction]
+            several = len(monitor.connections) > 1
+            if not data:
+                closed.append((number, side))
+                log.note(f"the {side} closed its end of {name if several else 'the connection'}")
+                return
+            if several and last[0] != number:
+                log.note(f"{name}:")  # the chunks below are this connection's
+            last[0] = number
+            (log.sent if direction == "to-target" else log.received)(data)
+            for violation in connection.feed(proto.side_of(side), data):
+                log.note(f"VIOLATION {name}: {violation}" if several else f"VIOLATION {violation}")
+        return tap
+    return tap_for_connection
 
 
 async def run_pair(client: Implementation, server_impl: Implementation, proto: InteropProtocol, protocol: str,

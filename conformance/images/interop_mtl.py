@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from conformance.faultproxy import FaultProxy
+from conformance.images.interop_protocol import ConnectionMonitors
 from conformance.wirelog import WireLog
 from reference_impl.common.errors import CodecError, IncompleteFrame
 from reference_impl.mtl import control
@@ -148,19 +149,26 @@ def _lease_port(parts: list[bytes]) -> tuple[int, tuple[int, int]] | str | None:
 
 
 class MtlWireMonitor:
-    """The monitor of one MTL interop case: the control connection (``feed``), and every data connection
-    a 202 leads to, each through a proxy of its own (``follow`` gives the control proxy its rewrite)."""
+    """The monitor of one MTL interop case: each control connection (``connection``, a
+    :class:`ControlMonitor` each, "control connection N" when there are several), and every data
+    connection a 202 leads to, each through a proxy of its own (``follow`` gives the control proxy
+    its rewrite), numbered across the case in the order they were accepted."""
 
     def __init__(self) -> None:
-        self.control = ControlMonitor()
+        self.control = ConnectionMonitors(ControlMonitor, "control connection")
+        self.label = self.control.label
         self.data: list[DataMonitor] = []
         self.upstream_error: str | None = None
-        self._rewriters: list[LeasePortRewriter] = []  # one per control connection
+        self._rewriters: list[LeasePortRewriter] = []  # one per control connection, in accept order
         self._proxies: dict[int, FaultProxy] = {}
         self._log: WireLog | None = None
 
-    def feed(self, side: Side, data: bytes) -> list[Violation]:
-        return self.control.feed(side, data)
+    def connection(self) -> ControlMonitor:
+        return self.control.connection()
+
+    @property
+    def connections(self) -> list[ControlMonitor]:
+        return self.control.connections
 
     @property
     def violations(self) -> list[Violation]:
@@ -170,9 +178,11 @@ class MtlWireMonitor:
 
     @property
     def notes(self) -> list[str]:
-        notes = list(self.control.notes)
-        for rewriter in self._rewriters:
-            notes += ([rewriter.note] if rewriter.note else []) + rewriter.skipped
+        notes = self.control.notes
+        several = len(self._rewriters) > 1
+        for i, rewriter in enumerate(self._rewriters, 1):
+            said = ([rewriter.note] if rewriter.note else []) + rewriter.skipped
+            notes += [f"{self.label} {i}: {note}" if several else note for note in said]
         return notes + [f"data connection {i}: {note}" for i, m in enumerate(self.data, 1) for note in m.notes]
 
     @property
@@ -185,7 +195,7 @@ class MtlWireMonitor:
 
     @property
     def messages(self) -> int:
-        return self.control.messages + sum(m.messages for m in self.data)
+        return (self.control.messages or 0) + sum(m.messages for m in self.data)
 
     def follow(self, log: WireLog):
         """The control proxy's rewrite, one per connection: the server's bytes with each 202's port

@@ -17,7 +17,7 @@ import contextlib
 import io
 from typing import Callable
 
-from conformance.images.interop_protocol import InteropProtocol
+from conformance.images.interop_protocol import ConnectionMonitors, InteropProtocol
 
 MC0_TOPIC = b"interop"
 MC0_BODY = b"hello across implementations"
@@ -61,7 +61,7 @@ def mc0() -> InteropProtocol:
     from reference_impl.mc0.monitor import Mc0Monitor, Side
     from reference_impl.mc0.server import start_server
     return InteropProtocol(cases=("pubsub",), start_reference_server=start_server, run_reference_client=_mc0_client,
-                           monitor=Mc0Monitor, side_of=Side, server_check=_no_server_check)
+                           monitor=lambda: ConnectionMonitors(Mc0Monitor), side_of=Side, server_check=_no_server_check)
 
 
 async def _mtl_client(case: str, url: str, log: Callable[[str], None]) -> int:
