@@ -19,7 +19,12 @@ it plays). For each pair (client, server) the server starts, a FaultProxy with n
 front of it, and the client runs each client-role case against the proxy (the image contract's
 ROLE=client, TESTCASE, SERVER_URL). The proxy hands every byte of both directions to the
 protocol's wire monitor, which decodes each frame with the codec and checks the rules a sender
-must keep, so a case's verdict names the side that broke the spec:
+must keep, so a case's verdict names the side that broke the spec.  Every connection the client
+opens through the proxy has a monitor of its own, numbered in the order the proxy accepted them
+(a reconnect, an RSocket RESUME on a new transport, a second MTL control connection): with more
+than one, each violation, note and close names its connection, and from the second connection on
+the wire log says which connection the chunks below a line are of (conformance/images/interop_rsocket.py:
+what a RESUME connection carries on from the session).  The case's verdict is all of them:
 
     passed             the client exited 0 and no frame broke a rule
     unsupported        the client exited 127 (and no frame broke a rule)
