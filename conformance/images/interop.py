@@ -23,7 +23,7 @@ must keep, so a case's verdict names the side that broke the spec.  Every connec
 opens through the proxy has a monitor of its own, numbered in the order the proxy accepted them
 (a reconnect, an RSocket RESUME on a new transport, a second MTL control connection): with more
 than one, each violation, note and close names its connection, and from the second connection on
-the wire log says which connection the chunks below a line are of (conformance/images/interop_rsocket.py:
+the wire log names the connection of each chunk (conformance/images/interop_rsocket.py:
 what a RESUME connection carries on from the session).  The case's verdict is all of them:
 
     passed             the client exited 0 and no frame broke a rule
@@ -250,15 +250,14 @@ def _connection_taps(monitor, proto: InteropProtocol, log, closed: list[tuple[in
     """The proxy's tap for each connection it accepts, numbered in accept order: that connection's
     own monitor.  The wire log reads as before while there is one connection; from the second on,
     it says which connection each chunk, close and violation is of."""
-    last = [0]  # the connection of the last chunk logged
 
     def tap_for_connection():
         connection = monitor.connection()
         number = len(monitor.connections)
         name = f"{monitor.label} {number}"
         if number == 2:
-            log.note(f"{name} opened: what is above is {monitor.label} 1's; from here on a line names the "
-                     "connection of the chunks below it")
+            log.note(f"{name} opened: what is above is {monitor.label} 1's; from here on a line before each "
+                     "chunk names its connection")
         elif number > 2:
             log.note(f"{name} opened")
 
@@ -269,9 +268,8 @@ def _connection_taps(monitor, proto: InteropProtocol, log, closed: list[tuple[in
                 closed.append((number, side))
                 log.note(f"the {side} closed its end of {name if several else 'the connection'}")
                 return
-            if several and last[0] != number:
-                log.note(f"{name}:")  # the chunks below are this connection's
-            last[0] = number
+            if several:  # every chunk: other taps (MTL's data connections) log between them
+                log.note(f"{name}:")
             (log.sent if direction == "to-target" else log.received)(data)
             for violation in connection.feed(proto.side_of(side), data):
                 log.note(f"VIOLATION {name}: {violation}" if several else f"VIOLATION {violation}")

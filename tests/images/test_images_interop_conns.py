@@ -136,3 +136,25 @@ def test_on_a_resumed_connection_new_streams_are_still_judged(tmp_path: Path) ->
     result, _ = _run("rsocket", resume_then_request_n_zero, tmp_path, "request-response")
     assert [v for v in result["violations"] if v.startswith("client")] == [
         "client broke request-n-zero (frame 1): connection 2: stream 3"], result
+
+
+def test_connection_monitors_name_the_connection_only_when_there_are_several() -> None:
+    from conformance.images.interop_protocol import ConnectionMonitors
+    from reference_impl.common.wire_monitor import Side, Violation
+
+    class Fake:
+        def __init__(self) -> None:
+            self.violations = [Violation(Side.SERVER, "some-rule", 3, "stream 5")]
+            self.notes = ["could not check x"]
+            self.frames = 4
+
+    monitors = ConnectionMonitors(Fake, "control connection")
+    monitors.connection()
+    assert [str(v) for v in monitors.violations] == ["server broke some-rule (frame 3): stream 5"]
+    assert monitors.notes == ["could not check x"] and monitors.messages is None
+    monitors.connection()
+    assert [str(v) for v in monitors.violations] == [
+        "server broke some-rule (frame 3): control connection 1: stream 5",
+        "server broke some-rule (frame 3): control connection 2: stream 5"]
+    assert monitors.notes == ["control connection 1: could not check x", "control connection 2: could not check x"]
+    assert monitors.frames == 8 and all(v.side is Side.SERVER for v in monitors.violations)
