@@ -20,6 +20,8 @@ from reference_impl.rsocket.monitor import WireMonitor
 
 from conformance.images.interop_protocol import ConnectionMonitors
 
+_UNFRAMEABLE = frozenset({"frame-too-large", "frame-too-short"})
+
 
 class _Connection:
     """One connection's monitor, and what it tells the session: its token, the stream ids it used."""
@@ -33,16 +35,17 @@ class _Connection:
         self._first = True
 
     def feed(self, side: Side, data: bytes):
-        decoder = self._decoders[side]
-        decoder.feed(data)
-        while True:
+        decoder = self._decoders.get(side)
+        if decoder is not None:
+            decoder.feed(data)
+        while decoder is not None:
             try:
                 frame = decoder.next_frame()
             except FrameError as exc:
                 if exc.stream_id:
                     self.streams.add(exc.stream_id)
-                if exc.code in ("frame-too-large", "frame-too-short"):
-                    self._decoders[side] = _Stopped()  # no frame boundary after a bad length
+                if exc.code in _UNFRAMEABLE:  # no frame boundary after a bad length: the monitor says so
+                    del self._decoders[side]
                     break
                 continue
             if frame is None:
@@ -70,14 +73,6 @@ class _Connection:
     @property
     def frames(self) -> int:
         return self.monitor.frames
-
-
-class _Stopped:
-    def feed(self, data: bytes) -> None:
-        pass
-
-    def next_frame(self) -> None:
-        return None
 
 
 class RSocketMonitors(ConnectionMonitors):

@@ -120,9 +120,12 @@ def test_an_mtl_client_with_two_control_connections(tmp_path: Path) -> None:
     result, wire = _run("mtl", twice, tmp_path, "test-profile")
     assert result["verdict"] == "passed" and result["violations"] == [], result
     assert "monitor: 4 data connections" in wire
-    # the data connections are numbered across the case, in the order they were accepted
-    assert [int(n) for n in re.findall(r"data connection (\d+), client to server", wire)][:1] == [1]
-    assert "data connection 4, " in wire and "connection 2 opened" in wire
+    # the data connections are numbered across the case, in the order they were accepted: 1 and 2
+    # lead from control connection 1, 3 and 4 from control connection 2
+    second = wire.index("control connection 2 opened")
+    numbers = [(int(m.group(1)), m.start() > second) for m in re.finditer(r"data connection (\d+), client", wire)]
+    assert sorted(set(numbers)) == [(1, False), (2, False), (3, True), (4, True)], numbers
+    assert "control connection 1:" not in wire[:second]  # the log reads as before until the second opens
 
 
 def test_on_a_resumed_connection_new_streams_are_still_judged(tmp_path: Path) -> None:
