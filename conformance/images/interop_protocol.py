@@ -12,7 +12,8 @@ from typing import Any, Awaitable, Callable
 class InteropProtocol:
     """What the runner needs of a protocol: its client-role cases, the in-process reference server
     and client, and a case's wire monitor (``connection()`` for each connection the proxy accepts,
-    a monitor with feed(side, bytes); ``violations`` with .side and str(), ``notes``, ``label``)."""
+    a monitor with feed(side, bytes), kept in ``connections``; ``violations`` with .side and str(),
+    ``notes``, ``label``, ``frames``, ``messages``)."""
     cases: tuple[str, ...]
     start_reference_server: Callable[[], Awaitable[Any]]  # an object with .url and async .close()
     run_reference_client: Callable[[str, str, Callable[[str], None]], Awaitable[int]]
