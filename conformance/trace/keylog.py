@@ -18,6 +18,8 @@ implementation running in the suite's process; never the peer's.
 
 from __future__ import annotations
 
+import os
+
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -104,7 +106,12 @@ def write(keys: Iterable[SessionKey], path: Path) -> int:
     """Write the key log; returns the number of keys."""
     lines = [key.line() for key in keys]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join([HEADER, *lines]) + "\n", encoding="utf-8")
+    # secrets that open every session of the capture: readable by their owner only, as the capture
+    # of a production system would want its key log (an older file's mode is narrowed too)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write("\n".join([HEADER, *lines]) + "\n")
     return len(lines)
 
 

@@ -145,3 +145,14 @@ def test_a_missing_key_log_is_a_usage_error(tmp_path, capsys):
     assert main(["check-trace", "--port", "9000=mc0", str(_session(tmp_path)),
                  "--keylog", str(tmp_path / "nope.keys")]) == 2
     assert f"{tmp_path / 'nope.keys'}: cannot read the key log" in capsys.readouterr().err
+
+
+def test_the_key_log_is_readable_by_its_owner_only(tmp_path):
+    from conformance.trace import keylog
+    path = tmp_path / "run.pcapng.keys"
+    path.write_text("old\n")
+    path.chmod(0o644)  # an earlier file's mode is narrowed too
+    parsed = keylog.parse_line(cs.key_line("SERVER", cs.S_T, cs.SERVER_T_SECRET), "test:1")
+    assert keylog.write([parsed], path) == 1
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert keylog.read([path]).servers  # and it reads back
