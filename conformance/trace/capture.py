@@ -166,6 +166,8 @@ def write(recorder: Recorder, path: Path) -> int:
             writer.writepkt(frame, ts=ts)
     if session_keys(recorder):
         keylog.write(session_keys(recorder), keylog.beside(path))
+    else:  # an earlier run's key log beside this capture would be read as this one's
+        keylog.beside(path).unlink(missing_ok=True)
     return len(packets)
 
 

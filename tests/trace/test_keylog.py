@@ -156,3 +156,13 @@ def test_the_key_log_is_readable_by_its_owner_only(tmp_path):
     assert keylog.write([parsed], path) == 1
     assert path.stat().st_mode & 0o777 == 0o600
     assert keylog.read([path]).servers  # and it reads back
+
+
+def test_a_capture_without_curve_sessions_removes_an_earlier_key_log_beside_it(tmp_path):
+    from conformance.trace import capture, keylog
+    path = tmp_path / "run.pcapng"
+    keylog.beside(path).write_text("# an earlier run's keys\n")
+    recorder = capture.start()
+    capture.stop()
+    assert capture.write(recorder, path) == 0 and path.exists()
+    assert not keylog.beside(path).exists()
