@@ -166,3 +166,15 @@ def test_a_capture_without_curve_sessions_removes_an_earlier_key_log_beside_it(t
     capture.stop()
     assert capture.write(recorder, path) == 0 and path.exists()
     assert not keylog.beside(path).exists()
+
+
+def test_a_handshake_ended_by_a_zmtp_error_is_a_note_not_a_finding(tmp_path, capsys):
+    # ZMTP 3.1 (RFC 37, "The ERROR Command"): a peer may end a security handshake that cannot
+    # succeed with ERROR; here the broker answers the HELLO with %x05 "ERROR" + short string
+    refusal = cs.command(b"\x05ERROR" + bytes([6]) + b"denied")
+    segments = [*syns(), data(CLIENT, 0, cs.greeting(False) + cs.hello()),
+                data(SERVER, 0, cs.greeting(True) + refusal)]
+    pcap = write_pcap(tmp_path / "refused.pcap", segments)
+    code, records = _records(tmp_path, capsys, pcap)
+    assert code == 0 and _findings(records) == []
+    assert any("ended the CURVE handshake with a ZMTP ERROR ('denied')" in n for n in _notes(records))

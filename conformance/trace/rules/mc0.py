@@ -63,6 +63,7 @@ class Rules(Base):
         self.mechanism: dict[str, str] = {}
         self.step = 0  # how far the CURVE handshake went
         self.off_step = False  # the handshake went out of order: what follows is not judged as CURVE
+        self.refused: tuple[str, str] | None = None  # (side, reason) of an ERROR that ended the handshake
         self.encrypted = {"client": 0, "server": 0}
         self.curve: CurveSession | None = None
         self.inner: dict[str, list[bytes]] = {"client": [], "server": []}  # parts of a boxed multi-part message
@@ -116,6 +117,12 @@ class Rules(Base):
     def _handshake(self, side: str, frame):
         expected_side, expected = _ORDER[self.step]
         name = frame.name if isinstance(frame, _Command) else "a message"
+        if name == "ERROR":  # ZMTP 3.1: either peer MAY end a security handshake that cannot succeed
+            self.step, self.off_step = len(_ORDER), True
+            # %x05 "ERROR", then the reason as a short string (one octet of size)
+            reason = frame.body[7:7 + frame.body[6]].decode("utf-8", "replace") if len(frame.body) > 6 else ""
+            self.refused = (side, reason)
+            return []
         if (side, name) != (expected_side, expected):
             self.step, self.off_step = len(_ORDER), True  # the rest is not the handshake we know
             return [(side, "mc0-curve", f"{side} sent {name} where the CURVE handshake has the "
@@ -132,6 +139,10 @@ class Rules(Base):
         return self.messages.end(side, ts, how)
 
     def notes(self):
+        if self.refused is not None:
+            side, reason = self.refused
+            return [(side, f"the {side} ended the CURVE handshake with a ZMTP ERROR ({reason!r}): nothing after "
+                           "it is judged")]
         if self.off_step:
             why = {s: "frames after a CURVE handshake out of order are not checked" for s in self.encrypted}
         elif self.curve is not None and self.curve.session is not None:
