@@ -50,8 +50,6 @@ Rules kept here:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Union
 
 from reference_impl.common.errors import ProtocolViolation
 from reference_impl.rsocket import codec
@@ -60,6 +58,11 @@ from reference_impl.rsocket.codec import (
     UNSUPPORTED_SETUP, Cancel, Error, FrameError, Keepalive, Lease, MetadataPush, Payload,
     RequestChannel, RequestFnf, RequestN, RequestResponse, RequestStream, Resume, ResumeOk, Setup,
 )
+from reference_impl.rsocket.events import (  # noqa: F401 (imported from here too)
+    CancelReceived, ConnectionClosed, CreditReceived, Event, FrameIgnored, KeepaliveReceived, Kind,
+    MetadataPushReceived, PayloadReceived, PeerViolation, RequestReceived, Resumed, Role,
+    SetupAccepted, StreamErrorReceived, Transport,
+)
 from reference_impl.rsocket.resume import (
     DEFAULT_MAX_BYTES, POSITIONED, RetainedFrames, SessionStore, positioned,
 )
@@ -67,111 +70,6 @@ from reference_impl.rsocket.resume import (
 SETUP_ERRORS = frozenset({INVALID_SETUP, UNSUPPORTED_SETUP, REJECTED_SETUP, REJECTED_RESUME})
 DEFAULT_FRAGMENT_SIZE = 1 << 20
 DEFAULT_MAX_REASSEMBLY = 64 << 20
-
-
-class Role(Enum):
-    CLIENT = "client"
-    SERVER = "server"
-
-
-class Transport(Enum):
-    TCP = "tcp"
-    WEBSOCKET = "websocket"
-
-
-class Kind(Enum):
-    RESPONSE = "request-response"
-    FNF = "fire-and-forget"
-    STREAM = "request-stream"
-    CHANNEL = "request-channel"
-
-
-# ----------------------------------------------------------------------------- events
-
-@dataclass(frozen=True)
-class SetupAccepted:
-    setup: Setup
-
-
-@dataclass(frozen=True)
-class RequestReceived:
-    kind: Kind
-    stream_id: int
-    metadata: bytes | None
-    data: bytes
-    initial_n: int = 0
-    complete: bool = False  # REQUEST_CHANNEL with C
-
-
-@dataclass(frozen=True)
-class PayloadReceived:
-    stream_id: int
-    metadata: bytes | None
-    data: bytes
-    next: bool
-    complete: bool
-
-
-@dataclass(frozen=True)
-class CreditReceived:
-    stream_id: int
-    n: int
-    credit: int  # after saturation
-
-
-@dataclass(frozen=True)
-class CancelReceived:
-    stream_id: int
-
-
-@dataclass(frozen=True)
-class StreamErrorReceived:
-    stream_id: int
-    code: int
-    data: bytes
-
-
-@dataclass(frozen=True)
-class KeepaliveReceived:
-    respond: bool
-    data: bytes
-
-
-@dataclass(frozen=True)
-class MetadataPushReceived:
-    metadata: bytes
-
-
-@dataclass(frozen=True)
-class FrameIgnored:
-    reason: str
-    stream_id: int | None = None
-
-
-@dataclass(frozen=True)
-class PeerViolation:
-    """The peer broke a MUST on one stream; the stream was cancelled."""
-    stream_id: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class Resumed:
-    """A RESUME took over ``session``: it goes on over this transport (its RESUME_OK and the
-    replayed frames are in its send buffer); this connection is done."""
-    session: "Connection"
-
-
-@dataclass(frozen=True)
-class ConnectionClosed:
-    reason: str
-    code: int | None = None  # the ERROR code sent or received, if any
-    by_peer: bool = False
-
-
-Event = Union[SetupAccepted, RequestReceived, PayloadReceived, CreditReceived, CancelReceived,
-              StreamErrorReceived, KeepaliveReceived, MetadataPushReceived, FrameIgnored,
-              PeerViolation, Resumed, ConnectionClosed]
 
 
 # ----------------------------------------------------------------------------- state
