@@ -28,10 +28,8 @@ Rules kept here:
   connection, and after sending one nothing more is sent.
 * Handling the Unexpected: frames the spec says to ignore are dropped with a
   :class:`FrameIgnored` event and the connection keeps serving.
-* LEASE, server side: a SETUP with L gets a LEASE of ``lease_requests`` requests for
-  ``lease_ttl_ms`` at once, renewed by :meth:`tick` once used up or expired; a request
-  beyond the lease gets ERROR[REJECTED] ("Lease Semantics").  A client honouring a LEASE
-  is not implemented: the client never sets L.
+* LEASE, server side ("Lease Semantics"): :class:`~reference_impl.rsocket.lease.ServerLease`
+  (lease.py), which this class is built from.
 * Resumption ("Resuming Operation"), both roles: :class:`~reference_impl.rsocket.resume.Resumption`
   (resume.py), which this class is built from.
 """
@@ -44,7 +42,7 @@ from reference_impl.common.errors import ProtocolViolation
 from reference_impl.rsocket import codec
 from reference_impl.rsocket.codec import (
     CONNECTION_ERROR, INVALID, INVALID_SETUP, MAX_U31, REJECTED, REJECTED_RESUME, REJECTED_SETUP,
-    UNSUPPORTED_SETUP, Cancel, Error, FrameError, Keepalive, Lease, MetadataPush, Payload,
+    UNSUPPORTED_SETUP, Cancel, Error, FrameError, Keepalive, MetadataPush, Payload,
     RequestChannel, RequestFnf, RequestN, RequestResponse, RequestStream, Resume, Setup,
 )
 from reference_impl.rsocket.events import (  # noqa: F401 (imported from here too)
@@ -52,6 +50,7 @@ from reference_impl.rsocket.events import (  # noqa: F401 (imported from here to
     MetadataPushReceived, PayloadReceived, PeerViolation, RequestReceived, Resumed, Role,
     SetupAccepted, StreamErrorReceived, Transport,
 )
+from reference_impl.rsocket.lease import ServerLease
 from reference_impl.rsocket.resume import DEFAULT_MAX_BYTES, Resumption, SessionStore
 
 SETUP_ERRORS = frozenset({INVALID_SETUP, UNSUPPORTED_SETUP, REJECTED_SETUP, REJECTED_RESUME})
@@ -100,7 +99,7 @@ class _Stream:
     partial: _Partial | None = None
 
 
-class Connection(Resumption):
+class Connection(Resumption, ServerLease):
     def __init__(self, role: Role, transport: Transport = Transport.TCP, *, now: float = 0.0,
                  keepalive_ms: int = 20_000, lifetime_ms: int = 90_000,
                  fragment_size: int = DEFAULT_FRAGMENT_SIZE, max_frame: int = codec.MAX_FRAME,
@@ -122,10 +121,7 @@ class Connection(Resumption):
         self._last_received = now
         self._last_keepalive_sent = now
         self._now = now
-        # server side of LEASE: what the last LEASE granted, None when the SETUP did not ask for it
-        self.lease_ttl_ms, self.lease_requests = lease_ttl_ms, lease_requests
-        self._lease_left: int | None = None
-        self._lease_until = 0.0
+        self._init_lease(lease_ttl_ms, lease_requests)
         self._init_resumption(sessions, resume_bytes)
         self.app = None  # what runs on the connection (the server's service); kept over a resume
 
@@ -336,8 +332,7 @@ class Connection(Resumption):
             self._connection_error(CONNECTION_ERROR, "keepalive timeout", events)
             return events
         self._now = now
-        if self._lease_left is not None and (self._lease_left <= 0 or now >= self._lease_until):
-            self._grant_lease()
+        self._renew_lease(now)
         if (self.role is Role.CLIENT
                 and (now - self._last_keepalive_sent) * 1000 >= self.keepalive_ms):
             self._last_keepalive_sent = now
@@ -392,20 +387,6 @@ class Connection(Resumption):
             return True
         self._connection_error(CONNECTION_ERROR, exc.code, events)
         return False
-
-    def _grant_lease(self) -> None:
-        self._send(Lease(self.lease_ttl_ms, self.lease_requests))
-        self._lease_left = self.lease_requests
-        self._lease_until = self._now + self.lease_ttl_ms / 1000
-
-    def _within_lease(self) -> bool:
-        """Server side: a request the last LEASE covers (and counts it)."""
-        if self._lease_left is None:
-            return True
-        if self._lease_left <= 0 or self._now >= self._lease_until:
-            return False
-        self._lease_left -= 1
-        return True
 
     def _receive(self, frame: codec.Frame, now: float | None, events: list[Event]) -> None:
         if now is not None:

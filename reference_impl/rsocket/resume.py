@@ -169,7 +169,7 @@ class Resumption:
 
     What it uses of the connection: ``role``, ``_closed``, ``_established``, ``_now``,
     ``_last_received``, ``_decoder``, ``_out``, ``_send``, ``_out_raw``, ``_close``,
-    ``_connection_error``, and for a server resume its lease (``_lease_left``, ``_grant_lease``).
+    ``_connection_error``, and for a server resume its lease (``_restart_lease``, lease.py).
     """
 
     def _init_resumption(self, sessions: SessionStore | None, resume_bytes: int) -> None:
@@ -332,6 +332,5 @@ class Resumption:
         self._out_raw(codec.encode_frame(ResumeOk(self.received_position)))
         for encoded in replay:  # sent again, at the positions they already have
             self._out_raw(encoded)
-        if self._lease_left is not None:  # "LEASE semantics MUST be restarted upon a new connection"
-            self._grant_lease()
+        self._restart_lease()
         return None
