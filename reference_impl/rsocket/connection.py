@@ -36,8 +36,6 @@ Rules kept here:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from reference_impl.common.errors import ProtocolViolation
 from reference_impl.rsocket import codec
 from reference_impl.rsocket.codec import (
@@ -52,51 +50,11 @@ from reference_impl.rsocket.events import (  # noqa: F401 (imported from here to
 )
 from reference_impl.rsocket.lease import ServerLease
 from reference_impl.rsocket.resume import DEFAULT_MAX_BYTES, Resumption, SessionStore
+from reference_impl.rsocket.streams import Credit, Partial, Stream, fragments
 
 SETUP_ERRORS = frozenset({INVALID_SETUP, UNSUPPORTED_SETUP, REJECTED_SETUP, REJECTED_RESUME})
 DEFAULT_FRAGMENT_SIZE = 1 << 20
 DEFAULT_MAX_REASSEMBLY = 64 << 20
-
-
-# ----------------------------------------------------------------------------- state
-
-class Credit:
-    """request-n credit: cumulative, saturating at 2^31-1 (never wraps)."""
-
-    def __init__(self, initial: int = 0) -> None:
-        self.value = min(initial, MAX_U31)
-
-    def add(self, n: int) -> None:
-        self.value = min(self.value + n, MAX_U31)
-
-    def take(self) -> bool:
-        if self.value <= 0:
-            return False
-        self.value -= 1
-        return True
-
-
-@dataclass
-class _Partial:
-    """A fragmented message being joined: the first frame, metadata and data so far."""
-    first: object
-    metadata: bytearray | None
-    data: bytearray = field(default_factory=bytearray)
-
-    @property
-    def size(self) -> int:
-        return len(self.data) + (len(self.metadata) if self.metadata is not None else 0)
-
-
-@dataclass
-class _Stream:
-    kind: Kind
-    local: bool  # we are the requester
-    outbound: Credit = field(default_factory=Credit)  # PAYLOADs we may send
-    inbound: Credit = field(default_factory=Credit)  # PAYLOADs the peer may send us
-    sent_done: bool = False
-    received_done: bool = False
-    partial: _Partial | None = None
 
 
 class Connection(Resumption, ServerLease):
@@ -114,7 +72,7 @@ class Connection(Resumption, ServerLease):
         self.max_reassembly = max_reassembly
         self._decoder = codec.TcpDecoder(max_frame)
         self._out: list[bytes] = []
-        self._streams: dict[int, _Stream] = {}
+        self._streams: dict[int, Stream] = {}
         self._next_id = 1 if role is Role.CLIENT else 2
         self._established = False  # server: SETUP accepted; client: a non-setup-error frame seen
         self._closed = False
@@ -182,28 +140,10 @@ class Connection(Resumption, ServerLease):
         self._next_id += 2
         return sid
 
-    def _chunks(self, metadata: bytes | None, data: bytes) -> list[tuple[bytes | None, bytes]]:
-        """Metadata then data, in pieces of at most fragment_size bytes together."""
-        size = self.fragment_size
-        meta = metadata or b""
-        if len(meta) + len(data) <= size:
-            return [(metadata, data)]
-        chunks: list[tuple[bytes | None, bytes]] = []
-        mpos = dpos = 0
-        while mpos < len(meta) or dpos < len(data):
-            m = meta[mpos:mpos + size]
-            mpos += len(m)
-            d = data[dpos:dpos + size - len(m)]
-            dpos += len(d)
-            chunks.append((m or None, d))
-        if metadata is not None and chunks[0][0] is None:  # empty metadata is still present
-            chunks[0] = (b"", chunks[0][1])
-        return chunks
-
     def _send_fragmented(self, sid: int, first, metadata: bytes | None, data: bytes, *,
                          complete: bool = False) -> None:
         """``first(metadata, data, follows, complete)`` builds the first frame; PAYLOADs follow."""
-        chunks = self._chunks(metadata, data)
+        chunks = fragments(metadata, data, self.fragment_size)
         last = len(chunks) - 1
         for i, (m, d) in enumerate(chunks):
             follows, done = i < last, complete and i == last
@@ -229,7 +169,7 @@ class Connection(Resumption, ServerLease):
         }
         self._send_fragmented(sid, builders[kind], metadata, data, complete=complete)
         if kind is not Kind.FNF:
-            stream = _Stream(kind, local=True, inbound=Credit(initial_n or 1))
+            stream = Stream(kind, local=True, inbound=Credit(initial_n or 1))
             stream.sent_done = kind is not Kind.CHANNEL or complete
             self._streams[sid] = stream
         return sid
@@ -296,7 +236,7 @@ class Connection(Resumption, ServerLease):
     def keepalive(self, data: bytes = b"") -> None:
         self._send(Keepalive(True, self._keepalive_position(), data))
 
-    def _stream(self, stream_id: int) -> _Stream:
+    def _stream(self, stream_id: int) -> Stream:
         stream = self._streams.get(stream_id)
         if stream is None:
             raise ProtocolViolation("unknown-stream", f"stream {stream_id}")
@@ -477,17 +417,17 @@ class Connection(Resumption, ServerLease):
                 self._send(Error(sid, REJECTED, b"no lease for this request"))
             events.append(FrameIgnored("beyond-lease", sid))
             return
-        stream = _Stream(kind, local=False)
+        stream = Stream(kind, local=False)
         self._streams[sid] = stream
         if frame.follows:
-            stream.partial = _Partial(frame, None if frame.metadata is None
+            stream.partial = Partial(frame, None if frame.metadata is None
                                       else bytearray(frame.metadata), bytearray(frame.data))
             self._check_partial(sid, stream, events)
             return
         self._deliver_request(sid, stream, frame, frame.metadata, frame.data,
                               getattr(frame, "complete", False), events)
 
-    def _deliver_request(self, sid: int, stream: _Stream, first, metadata, data, complete: bool,
+    def _deliver_request(self, sid: int, stream: Stream, first, metadata, data, complete: bool,
                          events: list[Event]) -> None:
         stream.partial = None
         initial_n = getattr(first, "initial_n", 0)
@@ -548,20 +488,20 @@ class Connection(Resumption, ServerLease):
                                       frame.complete, events)
             return
         if frame.follows:
-            stream.partial = _Partial(frame, None if frame.metadata is None
+            stream.partial = Partial(frame, None if frame.metadata is None
                                       else bytearray(frame.metadata), bytearray(frame.data))
             self._check_partial(sid, stream, events)
             return
         self._deliver_payload(sid, stream, frame.metadata, frame.data, frame.next,
                               frame.complete, events)
 
-    def _check_partial(self, sid: int, stream: _Stream, events: list[Event]) -> bool:
+    def _check_partial(self, sid: int, stream: Stream, events: list[Event]) -> bool:
         if stream.partial is not None and stream.partial.size > self.max_reassembly:
             self._connection_error(CONNECTION_ERROR, "reassembled message too large", events)
             return False
         return True
 
-    def _deliver_payload(self, sid: int, stream: _Stream, metadata, data, next_: bool,
+    def _deliver_payload(self, sid: int, stream: Stream, metadata, data, next_: bool,
                          complete: bool, events: list[Event]) -> None:
         if stream.kind is Kind.RESPONSE and stream.local:
             complete = True  # Handling the Unexpected: a response PAYLOAD completes the stream
