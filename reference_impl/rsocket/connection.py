@@ -28,194 +28,36 @@ Rules kept here:
   connection, and after sending one nothing more is sent.
 * Handling the Unexpected: frames the spec says to ignore are dropped with a
   :class:`FrameIgnored` event and the connection keeps serving.
-* LEASE, server side: a SETUP with L gets a LEASE of ``lease_requests`` requests for
-  ``lease_ttl_ms`` at once, renewed by :meth:`tick` once used up or expired; a request
-  beyond the lease gets ERROR[REJECTED] ("Lease Semantics").  A client honouring a LEASE
-  is not implemented: the client never sets L.
-* Resumption, server side ("Resuming Operation"), when the server gives a
-  :class:`~reference_impl.rsocket.resume.SessionStore`: a SETUP with R registers the
-  session by its token; every positioned frame sent is kept (bounded: see resume.py) and
-  every one received advances the implied position; a lost transport leaves the session
-  in the store.  A RESUME naming it, with positions it can serve, gets RESUME_OK (our
-  received position) and the frames sent from the client's last received position on, and
-  the session goes on over the new transport (:class:`Resumed`); anything else gets
-  ERROR[REJECTED_RESUME] and a close.  Without a store a SETUP with R gets
-  ERROR[REJECTED_SETUP] (the spec's words) and a RESUME ERROR[REJECTED_RESUME].  Client
-  side: ``setup(resume_token=...)`` counts positions and keeps sent frames the same way; after
-  :meth:`connection_lost` the session waits, :meth:`start_resume` sends the RESUME on a new
-  transport, RESUME_OK resends the frames past its position (:class:`Resumed`), and
-  ERROR[REJECTED_RESUME] closes.  The asyncio client (client.py) reconnects and resumes with it.
+* LEASE, server side ("Lease Semantics"): :class:`~reference_impl.rsocket.lease.ServerLease`
+  (lease.py), which this class is built from.
+* Resumption ("Resuming Operation"), both roles: :class:`~reference_impl.rsocket.resume.Resumption`
+  (resume.py), which this class is built from.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import Union
 
 from reference_impl.common.errors import ProtocolViolation
 from reference_impl.rsocket import codec
 from reference_impl.rsocket.codec import (
     CONNECTION_ERROR, INVALID, INVALID_SETUP, MAX_U31, REJECTED, REJECTED_RESUME, REJECTED_SETUP,
-    UNSUPPORTED_SETUP, Cancel, Error, FrameError, Keepalive, Lease, MetadataPush, Payload,
-    RequestChannel, RequestFnf, RequestN, RequestResponse, RequestStream, Resume, ResumeOk, Setup,
+    UNSUPPORTED_SETUP, Cancel, Error, FrameError, Keepalive, MetadataPush, Payload,
+    RequestChannel, RequestFnf, RequestN, RequestResponse, RequestStream, Resume, Setup,
 )
-from reference_impl.rsocket.resume import (
-    DEFAULT_MAX_BYTES, POSITIONED, RetainedFrames, SessionStore, positioned,
+from reference_impl.rsocket.events import (  # noqa: F401 (imported from here too)
+    CancelReceived, ConnectionClosed, CreditReceived, Event, FrameIgnored, KeepaliveReceived, Kind,
+    MetadataPushReceived, PayloadReceived, PeerViolation, RequestReceived, Resumed, Role,
+    SetupAccepted, StreamErrorReceived, Transport,
 )
+from reference_impl.rsocket.lease import ServerLease
+from reference_impl.rsocket.resume import DEFAULT_MAX_BYTES, Resumption, SessionStore
+from reference_impl.rsocket.streams import Credit, Partial, Stream, fragments
 
 SETUP_ERRORS = frozenset({INVALID_SETUP, UNSUPPORTED_SETUP, REJECTED_SETUP, REJECTED_RESUME})
 DEFAULT_FRAGMENT_SIZE = 1 << 20
 DEFAULT_MAX_REASSEMBLY = 64 << 20
 
 
-class Role(Enum):
-    CLIENT = "client"
-    SERVER = "server"
-
-
-class Transport(Enum):
-    TCP = "tcp"
-    WEBSOCKET = "websocket"
-
-
-class Kind(Enum):
-    RESPONSE = "request-response"
-    FNF = "fire-and-forget"
-    STREAM = "request-stream"
-    CHANNEL = "request-channel"
-
-
-# ----------------------------------------------------------------------------- events
-
-@dataclass(frozen=True)
-class SetupAccepted:
-    setup: Setup
-
-
-@dataclass(frozen=True)
-class RequestReceived:
-    kind: Kind
-    stream_id: int
-    metadata: bytes | None
-    data: bytes
-    initial_n: int = 0
-    complete: bool = False  # REQUEST_CHANNEL with C
-
-
-@dataclass(frozen=True)
-class PayloadReceived:
-    stream_id: int
-    metadata: bytes | None
-    data: bytes
-    next: bool
-    complete: bool
-
-
-@dataclass(frozen=True)
-class CreditReceived:
-    stream_id: int
-    n: int
-    credit: int  # after saturation
-
-
-@dataclass(frozen=True)
-class CancelReceived:
-    stream_id: int
-
-
-@dataclass(frozen=True)
-class StreamErrorReceived:
-    stream_id: int
-    code: int
-    data: bytes
-
-
-@dataclass(frozen=True)
-class KeepaliveReceived:
-    respond: bool
-    data: bytes
-
-
-@dataclass(frozen=True)
-class MetadataPushReceived:
-    metadata: bytes
-
-
-@dataclass(frozen=True)
-class FrameIgnored:
-    reason: str
-    stream_id: int | None = None
-
-
-@dataclass(frozen=True)
-class PeerViolation:
-    """The peer broke a MUST on one stream; the stream was cancelled."""
-    stream_id: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class Resumed:
-    """A RESUME took over ``session``: it goes on over this transport (its RESUME_OK and the
-    replayed frames are in its send buffer); this connection is done."""
-    session: "Connection"
-
-
-@dataclass(frozen=True)
-class ConnectionClosed:
-    reason: str
-    code: int | None = None  # the ERROR code sent or received, if any
-    by_peer: bool = False
-
-
-Event = Union[SetupAccepted, RequestReceived, PayloadReceived, CreditReceived, CancelReceived,
-              StreamErrorReceived, KeepaliveReceived, MetadataPushReceived, FrameIgnored,
-              PeerViolation, Resumed, ConnectionClosed]
-
-
-# ----------------------------------------------------------------------------- state
-
-class Credit:
-    """request-n credit: cumulative, saturating at 2^31-1 (never wraps)."""
-
-    def __init__(self, initial: int = 0) -> None:
-        self.value = min(initial, MAX_U31)
-
-    def add(self, n: int) -> None:
-        self.value = min(self.value + n, MAX_U31)
-
-    def take(self) -> bool:
-        if self.value <= 0:
-            return False
-        self.value -= 1
-        return True
-
-
-@dataclass
-class _Partial:
-    """A fragmented message being joined: the first frame, metadata and data so far."""
-    first: object
-    metadata: bytearray | None
-    data: bytearray = field(default_factory=bytearray)
-
-    @property
-    def size(self) -> int:
-        return len(self.data) + (len(self.metadata) if self.metadata is not None else 0)
-
-
-@dataclass
-class _Stream:
-    kind: Kind
-    local: bool  # we are the requester
-    outbound: Credit = field(default_factory=Credit)  # PAYLOADs we may send
-    inbound: Credit = field(default_factory=Credit)  # PAYLOADs the peer may send us
-    sent_done: bool = False
-    received_done: bool = False
-    partial: _Partial | None = None
-
-
-class Connection:
+class Connection(Resumption, ServerLease):
     def __init__(self, role: Role, transport: Transport = Transport.TCP, *, now: float = 0.0,
                  keepalive_ms: int = 20_000, lifetime_ms: int = 90_000,
                  fragment_size: int = DEFAULT_FRAGMENT_SIZE, max_frame: int = codec.MAX_FRAME,
@@ -230,26 +72,15 @@ class Connection:
         self.max_reassembly = max_reassembly
         self._decoder = codec.TcpDecoder(max_frame)
         self._out: list[bytes] = []
-        self._streams: dict[int, _Stream] = {}
+        self._streams: dict[int, Stream] = {}
         self._next_id = 1 if role is Role.CLIENT else 2
         self._established = False  # server: SETUP accepted; client: a non-setup-error frame seen
         self._closed = False
         self._last_received = now
         self._last_keepalive_sent = now
         self._now = now
-        # server side of LEASE: what the last LEASE granted, None when the SETUP did not ask for it
-        self.lease_ttl_ms, self.lease_requests = lease_ttl_ms, lease_requests
-        self._lease_left: int | None = None
-        self._lease_until = 0.0
-        # resumption: the server's store (None: not offered), the token, the sent frames kept
-        # for replay with our sent position, and the implied position of what we received
-        self.sessions, self.resume_bytes = sessions, resume_bytes
-        self.resume_token: bytes | None = None
-        self._retained: RetainedFrames | None = None
-        self.received_position = 0
-        self.epoch = 0  # bumped by each resume: a transport serving an older epoch lets go
-        self._handed_over = False  # this connection's RESUME took over a stored session
-        self._resuming = False  # client: RESUME sent, RESUME_OK not yet received
+        self._init_lease(lease_ttl_ms, lease_requests)
+        self._init_resumption(sessions, resume_bytes)
         self.app = None  # what runs on the connection (the server's service); kept over a resume
 
     # ------------------------------------------------------------------ properties
@@ -278,16 +109,11 @@ class Connection:
 
     # ------------------------------------------------------------------ sending
 
-    @property
-    def sent_position(self) -> int:
-        return 0 if self._retained is None else self._retained.position
-
     def _send(self, frame: codec.Frame) -> None:
         if self._closed:
             raise ProtocolViolation("connection-closed")
         encoded = codec.encode_frame(frame)
-        if self._retained is not None and positioned(encoded):
-            self._retained.add(encoded)
+        self._retain(encoded)
         self._out_raw(encoded)
 
     def _out_raw(self, encoded: bytes) -> None:
@@ -295,10 +121,6 @@ class Connection:
             self._out.append(len(encoded).to_bytes(3, "big") + encoded)
         else:
             self._out.append(encoded)
-
-    def take_buffered(self) -> bytes:
-        """TCP bytes received but not decoded: after a :class:`Resumed`, the session's."""
-        return self._decoder.take_buffered()
 
     def setup(self, metadata_mime: str = "", data_mime: str = "", *, metadata: bytes | None = None,
               data: bytes = b"", version: tuple[int, int] = (1, 0),
@@ -311,10 +133,6 @@ class Connection:
         if resume_token is not None:
             self._track(resume_token)
 
-    def _track(self, token: bytes) -> None:
-        self.resume_token = token
-        self._retained = RetainedFrames(self.resume_bytes)
-
     def allocate_stream_id(self) -> int:
         if self._next_id > MAX_U31:
             raise ProtocolViolation("stream-ids-exhausted")
@@ -322,28 +140,10 @@ class Connection:
         self._next_id += 2
         return sid
 
-    def _chunks(self, metadata: bytes | None, data: bytes) -> list[tuple[bytes | None, bytes]]:
-        """Metadata then data, in pieces of at most fragment_size bytes together."""
-        size = self.fragment_size
-        meta = metadata or b""
-        if len(meta) + len(data) <= size:
-            return [(metadata, data)]
-        chunks: list[tuple[bytes | None, bytes]] = []
-        mpos = dpos = 0
-        while mpos < len(meta) or dpos < len(data):
-            m = meta[mpos:mpos + size]
-            mpos += len(m)
-            d = data[dpos:dpos + size - len(m)]
-            dpos += len(d)
-            chunks.append((m or None, d))
-        if metadata is not None and chunks[0][0] is None:  # empty metadata is still present
-            chunks[0] = (b"", chunks[0][1])
-        return chunks
-
     def _send_fragmented(self, sid: int, first, metadata: bytes | None, data: bytes, *,
                          complete: bool = False) -> None:
         """``first(metadata, data, follows, complete)`` builds the first frame; PAYLOADs follow."""
-        chunks = self._chunks(metadata, data)
+        chunks = fragments(metadata, data, self.fragment_size)
         last = len(chunks) - 1
         for i, (m, d) in enumerate(chunks):
             follows, done = i < last, complete and i == last
@@ -369,7 +169,7 @@ class Connection:
         }
         self._send_fragmented(sid, builders[kind], metadata, data, complete=complete)
         if kind is not Kind.FNF:
-            stream = _Stream(kind, local=True, inbound=Credit(initial_n or 1))
+            stream = Stream(kind, local=True, inbound=Credit(initial_n or 1))
             stream.sent_done = kind is not Kind.CHANNEL or complete
             self._streams[sid] = stream
         return sid
@@ -436,11 +236,7 @@ class Connection:
     def keepalive(self, data: bytes = b"") -> None:
         self._send(Keepalive(True, self._keepalive_position(), data))
 
-    def _keepalive_position(self) -> int:
-        """"Keepalive frames include the implied position": only where it is tracked (else 0)."""
-        return self.received_position if self._retained is not None else 0
-
-    def _stream(self, stream_id: int) -> _Stream:
+    def _stream(self, stream_id: int) -> Stream:
         stream = self._streams.get(stream_id)
         if stream is None:
             raise ProtocolViolation("unknown-stream", f"stream {stream_id}")
@@ -456,8 +252,7 @@ class Connection:
             return
         self._closed = True
         self._streams.clear()
-        if self.sessions is not None and self.resume_token is not None:
-            self.sessions.drop(self.resume_token, self)
+        self._forget_session()
         if events is not None:
             events.append(event)
 
@@ -477,8 +272,7 @@ class Connection:
             self._connection_error(CONNECTION_ERROR, "keepalive timeout", events)
             return events
         self._now = now
-        if self._lease_left is not None and (self._lease_left <= 0 or now >= self._lease_until):
-            self._grant_lease()
+        self._renew_lease(now)
         if (self.role is Role.CLIENT
                 and (now - self._last_keepalive_sent) * 1000 >= self.keepalive_ms):
             self._last_keepalive_sent = now
@@ -520,75 +314,6 @@ class Connection:
         self._receive(frame, now, events)
         return events
 
-    def _count(self, frame: codec.Frame, length: int) -> None:
-        """The implied position of what we received ("Implied Position")."""
-        if (self._retained is not None and not self._resuming
-                and codec.FRAME_TYPES[type(frame)] in POSITIONED):
-            self.received_position += length
-
-    def connection_lost(self) -> list[Event]:
-        """The transport is gone.  A resumable server session stays in the store, streams and
-        all, for a RESUME to take over; anything else is closed."""
-        events: list[Event] = []
-        if self._retained is not None and not self._closed and not self._retained.overflowed:
-            if self.sessions is not None:
-                self.sessions.detach(self.resume_token, self, self._now)
-                return events
-            if self.role is Role.CLIENT and self._established:
-                return events  # waits for start_resume()
-        self._close(ConnectionClosed("transport closed", by_peer=True), events)
-        return events
-
-    def start_resume(self, now: float) -> None:
-        """Client side, on a new transport after :meth:`connection_lost`: send the RESUME
-        ("Resume Operation": the SETUP's token, the last position received from the server,
-        the first position we can send again)."""
-        if self.role is not Role.CLIENT or self._retained is None or self._closed:
-            raise ProtocolViolation("not-resumable")
-        self._decoder = codec.TcpDecoder(self._decoder.max_frame)
-        self._out.clear()
-        self._last_received = self._now = now
-        self._resuming = True
-        self._send(Resume(1, 0, self.resume_token, self.received_position, self._retained.first))
-
-    def _receive_resume_ok(self, frame: ResumeOk, events: list[Event]) -> None:
-        """Client side: resend every frame past the server's position, or give up."""
-        replay = self._retained.since(frame.last_received_client_position)
-        self._resuming = False
-        if replay is None:
-            # "MAY send an ERROR[CONNECTION_ERROR|CONNECTION_CLOSE] ... and MUST NOT attempt resumption again"
-            self._connection_error(CONNECTION_ERROR, "cannot resend from "
-                                   f"{frame.last_received_client_position}", events)
-            return
-        self._retained.trim(frame.last_received_client_position)
-        for encoded in replay:
-            self._out_raw(encoded)
-        events.append(Resumed(self))
-
-    def resume(self, frame: Resume, now: float) -> str | None:
-        """Server side: take ``frame`` (a RESUME naming this session) over a new transport.
-        Queues RESUME_OK and the replay; the reason it cannot resume, or None."""
-        if self._retained is None or self._closed:
-            return "session not resumable"
-        replay = self._retained.since(frame.last_received_server_position)
-        if replay is None:
-            return (f"cannot resend from server position {frame.last_received_server_position} "
-                    f"(kept {self._retained.first}..{self._retained.position})")
-        if frame.first_available_client_position > self.received_position:
-            return (f"client keeps frames from {frame.first_available_client_position} only, "
-                    f"received up to {self.received_position}")
-        self._retained.trim(frame.last_received_server_position)
-        self.epoch += 1
-        self._decoder = codec.TcpDecoder(self._decoder.max_frame)
-        self._out.clear()  # never written, or written to the lost transport: the replay covers it
-        self._last_received = self._now = now
-        self._out_raw(codec.encode_frame(ResumeOk(self.received_position)))
-        for encoded in replay:  # sent again, at the positions they already have
-            self._out_raw(encoded)
-        if self._lease_left is not None:  # "LEASE semantics MUST be restarted upon a new connection"
-            self._grant_lease()
-        return None
-
     def _frame_error(self, exc: FrameError, events: list[Event]) -> bool:
         """True when the frame was dropped and reading may go on."""
         framing = exc.frame_type is None  # the length prefix itself: no resynchronisation
@@ -602,20 +327,6 @@ class Connection:
             return True
         self._connection_error(CONNECTION_ERROR, exc.code, events)
         return False
-
-    def _grant_lease(self) -> None:
-        self._send(Lease(self.lease_ttl_ms, self.lease_requests))
-        self._lease_left = self.lease_requests
-        self._lease_until = self._now + self.lease_ttl_ms / 1000
-
-    def _within_lease(self) -> bool:
-        """Server side: a request the last LEASE covers (and counts it)."""
-        if self._lease_left is None:
-            return True
-        if self._lease_left <= 0 or self._now >= self._lease_until:
-            return False
-        self._lease_left -= 1
-        return True
 
     def _receive(self, frame: codec.Frame, now: float | None, events: list[Event]) -> None:
         if now is not None:
@@ -631,14 +342,7 @@ class Connection:
                 self._connection_error(CONNECTION_ERROR, "unknown extension", events)
             return
         if self._resuming:
-            if isinstance(frame, ResumeOk):
-                self._receive_resume_ok(frame, events)
-            elif isinstance(frame, Error) and frame.stream_id == 0:
-                # "On receiving an ERROR[REJECTED_RESUME] frame, the client MUST NOT attempt resumption again."
-                self._close(ConnectionClosed(frame.data.decode("utf-8", "replace"), frame.code,
-                                             by_peer=True), events)
-            else:
-                events.append(FrameIgnored("before-resume-ok", frame.stream_id))
+            self._receive_while_resuming(frame, events)
             return
         if isinstance(frame, Error):
             self._receive_error(frame, events)
@@ -650,11 +354,10 @@ class Connection:
             # ERROR[CONNECTION_ERROR]" (and after a RESUME: the same)
             self._connection_error(CONNECTION_ERROR, "RESUME on an established connection", events)
             return
-        if isinstance(frame, Keepalive) and self._retained is not None:
-            self._retained.trim(frame.last_position)  # the peer has everything before it
         if isinstance(frame, (Setup, Resume, codec.ResumeOk, codec.Lease)):
             events.append(FrameIgnored(f"unexpected-{type(frame).__name__.lower()}", 0))
         elif isinstance(frame, Keepalive):
+            self._peer_received(frame.last_position)
             if frame.respond:
                 self._send(Keepalive(False, self._keepalive_position(), frame.data))
             events.append(KeepaliveReceived(frame.respond, frame.data))
@@ -678,41 +381,14 @@ class Connection:
             self._connection_error(UNSUPPORTED_SETUP, f"version {frame.major}.{frame.minor}", events)
         elif frame.keepalive == 0 or frame.lifetime == 0:
             self._connection_error(INVALID_SETUP, "keepalive and lifetime must be > 0", events)
-        elif frame.resume_token is not None and self.sessions is None:
-            # "...does not support resuming operation, MUST reject the SETUP with an ERROR[REJECTED_SETUP]"
-            self._connection_error(REJECTED_SETUP, "resume not supported", events)
-        elif frame.resume_token is not None and (
-                refused := self.sessions.open(frame.resume_token, self, self._now)) is not None:
+        elif (refused := self._open_session(frame.resume_token)) is not None:
             self._connection_error(REJECTED_SETUP, refused, events)
         else:
-            if frame.resume_token is not None:
-                self._track(frame.resume_token)
             self._established = True
             self.keepalive_ms, self.lifetime_ms = frame.keepalive, frame.lifetime
             if frame.lease:  # "it MUST send a LEASE frame if the SETUP frame set the L flag"
                 self._grant_lease()
             events.append(SetupAccepted(frame))
-
-    def _receive_resume(self, frame: Resume, events: list[Event]) -> None:
-        """A RESUME as the first frame ("Resume Operation", server side): all errors are
-        REJECTED_RESUME, and whatever refuses a resume also ends the stored session."""
-        if self.sessions is None:
-            self._connection_error(REJECTED_RESUME, "resume not supported", events)
-            return
-        session = self.sessions.claim(frame.token, self._now)
-        if session is None:
-            self._connection_error(REJECTED_RESUME, "unknown resume token", events)
-            return
-        if frame.major != 1:
-            refused: str | None = f"version {frame.major}.{frame.minor} not supported"
-        else:
-            refused = session.resume(frame, self._now)
-        if refused is not None:
-            session._close(ConnectionClosed(refused, REJECTED_RESUME))
-            self._connection_error(REJECTED_RESUME, refused, events)
-            return
-        self._handed_over = True
-        events.append(Resumed(session))
 
     def _receive_error(self, frame: Error, events: list[Event]) -> None:
         if frame.stream_id == 0:
@@ -741,17 +417,17 @@ class Connection:
                 self._send(Error(sid, REJECTED, b"no lease for this request"))
             events.append(FrameIgnored("beyond-lease", sid))
             return
-        stream = _Stream(kind, local=False)
+        stream = Stream(kind, local=False)
         self._streams[sid] = stream
         if frame.follows:
-            stream.partial = _Partial(frame, None if frame.metadata is None
+            stream.partial = Partial(frame, None if frame.metadata is None
                                       else bytearray(frame.metadata), bytearray(frame.data))
             self._check_partial(sid, stream, events)
             return
         self._deliver_request(sid, stream, frame, frame.metadata, frame.data,
                               getattr(frame, "complete", False), events)
 
-    def _deliver_request(self, sid: int, stream: _Stream, first, metadata, data, complete: bool,
+    def _deliver_request(self, sid: int, stream: Stream, first, metadata, data, complete: bool,
                          events: list[Event]) -> None:
         stream.partial = None
         initial_n = getattr(first, "initial_n", 0)
@@ -812,20 +488,20 @@ class Connection:
                                       frame.complete, events)
             return
         if frame.follows:
-            stream.partial = _Partial(frame, None if frame.metadata is None
+            stream.partial = Partial(frame, None if frame.metadata is None
                                       else bytearray(frame.metadata), bytearray(frame.data))
             self._check_partial(sid, stream, events)
             return
         self._deliver_payload(sid, stream, frame.metadata, frame.data, frame.next,
                               frame.complete, events)
 
-    def _check_partial(self, sid: int, stream: _Stream, events: list[Event]) -> bool:
+    def _check_partial(self, sid: int, stream: Stream, events: list[Event]) -> bool:
         if stream.partial is not None and stream.partial.size > self.max_reassembly:
             self._connection_error(CONNECTION_ERROR, "reassembled message too large", events)
             return False
         return True
 
-    def _deliver_payload(self, sid: int, stream: _Stream, metadata, data, next_: bool,
+    def _deliver_payload(self, sid: int, stream: Stream, metadata, data, next_: bool,
                          complete: bool, events: list[Event]) -> None:
         if stream.kind is Kind.RESPONSE and stream.local:
             complete = True  # Handling the Unexpected: a response PAYLOAD completes the stream
