@@ -141,12 +141,16 @@ def read_records(spark: SparkSession, files: list[str], schema: dict[str, Any]) 
 
 
 def checkpointed(records: DataFrame) -> DataFrame:
-    """The records kept (memory, else disk) for the queries built on them, which plan against
-    a stand-in for their rows instead of the records' own plan.
+    """The records kept (memory, else disk) for the queries built on them.
 
-    That plan holds the whole validation, thousands of expressions: every query over the
-    records would analyse it, optimise it and match it against the cache again, seconds of
-    driver CPU each (BENCHMARKS.md, issue 17). A lazy local checkpoint is filled by the first
-    job that reads it; it lives as long as the session (or until Spark drops its last use).
+    Embedded (local master), a lazy local checkpoint: the queries built on it plan against a
+    stand-in for its rows instead of the records' own plan, which holds the whole validation,
+    thousands of expressions that every query over the records would analyse, optimise and
+    match against the cache again, seconds of driver CPU each (BENCHMARKS.md, issue 17). It is
+    filled by the first job that reads it and lives as long as the session (or until Spark drops
+    its last use). On a cluster a lost executor would take a local checkpoint's blocks with it
+    and fail the job, so there the records are only persisted, and recomputed when lost.
     """
-    return records.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
+    if records.sparkSession.sparkContext.master.startswith("local"):
+        return records.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
+    return records.persist(StorageLevel.MEMORY_AND_DISK)

@@ -181,6 +181,7 @@ class _Report:
         keep = self.cache.keep
         self.stages.step(f"reading {len(self.found.records_files)} records file(s)")
         records = checkpointed(read_records(self.spark, self.found.records_files, self.schema))
+        self.cache.frames.append(records)  # persisted on a cluster; a local checkpoint's unpersist does nothing
         valid = records.where(F.col("error").isNull())
         # kept: listed, then written twice; a few rows, where scanning the records again would read all
         invalid = keep(records.where(F.col("error").isNotNull()).select("sourceFile", "line", "error", "raw"))
