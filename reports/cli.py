@@ -78,7 +78,8 @@ def parser() -> argparse.ArgumentParser:
         "--shuffle-partitions",
         type=int,
         metavar="N",
-        help="spark.sql.shuffle.partitions (default: 2 per core, at least 8; adaptive execution coalesces them)",
+        help="spark.sql.shuffle.partitions (default: one per core in local mode, where adaptive execution is off; "
+        "else 2 per core, at least 8, which adaptive execution coalesces)",
     )
     p.add_argument("--driver-memory", metavar="SIZE", help="JVM heap of the driver, e.g. 4g (local mode: all of Spark)")
     return p

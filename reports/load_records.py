@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -137,3 +138,19 @@ def read_records(spark: SparkSession, files: list[str], schema: dict[str, Any]) 
     # The line itself is kept only where it is reported: the frame is cached, and valid lines are most of it.
     raw = F.when(F.col("error").isNotNull(), F.substring("value", 1, RAW_CHARS_KEPT)).alias("raw")
     return checked.select(*[c for c in checked.columns if c != "value"], raw)
+
+
+def checkpointed(records: DataFrame) -> DataFrame:
+    """The records kept (memory, else disk) for the queries built on them.
+
+    Embedded (local master), a lazy local checkpoint: the queries built on it plan against a
+    stand-in for its rows instead of the records' own plan, which holds the whole validation,
+    thousands of expressions that every query over the records would analyse, optimise and
+    match against the cache again, seconds of driver CPU each (BENCHMARKS.md, issue 17). It is
+    filled by the first job that reads it and lives as long as the session (or until Spark drops
+    its last use). On a cluster a lost executor would take a local checkpoint's blocks with it
+    and fail the job, so there the records are only persisted, and recomputed when lost.
+    """
+    if records.sparkSession.sparkContext.master.startswith("local"):
+        return records.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
+    return records.persist(StorageLevel.MEMORY_AND_DISK)

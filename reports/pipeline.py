@@ -30,7 +30,7 @@ from reports.fs import FileSystems, LocationError, child, display, local_path
 from reports.grades import COUNT_COLUMN
 from reports.html_matrix import FindingList, ImplementationRow, MatrixPage, render
 from reports.inputs import InputSet, discover
-from reports.load_records import read_records
+from reports.load_records import checkpointed, read_records
 from reports.outputs import total_order, write_json, write_table
 from reports.page_model import protocol_matrices
 from reports.progress import Stages
@@ -180,7 +180,8 @@ class _Report:
     def build(self) -> dict[str, Any]:
         keep = self.cache.keep
         self.stages.step(f"reading {len(self.found.records_files)} records file(s)")
-        records = keep(read_records(self.spark, self.found.records_files, self.schema))
+        records = checkpointed(read_records(self.spark, self.found.records_files, self.schema))
+        self.cache.frames.append(records)  # persisted on a cluster; a local checkpoint's unpersist does nothing
         valid = records.where(F.col("error").isNull())
         # kept: listed, then written twice; a few rows, where scanning the records again would read all
         invalid = keep(records.where(F.col("error").isNotNull()).select("sourceFile", "line", "error", "raw"))

@@ -76,7 +76,10 @@ def default_settings(master: str) -> dict[str, str]:
         settings[f"spark.{role}.extraJavaOptions"] = "-XX:-DontCompileHugeMethods -XX:+UseParallelGC"
     if master.startswith("local"):
         # Keep an embedded Spark on loopback: no hostname lookups, no listening on other interfaces.
+        # Adaptive execution runs every shuffle as a job of its own and plans the rest again after
+        # it: on one machine, with one partition per core, that costs more than it saves (BENCHMARKS.md).
         settings.update({
+            "spark.sql.adaptive.enabled": "false",
             "spark.ui.enabled": "false",
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
@@ -94,8 +97,9 @@ def python_for_workers(conf: dict[str, str]) -> str:
     return conf.get(_PYTHON_CONF) or os.environ.get("PYSPARK_PYTHON") or sys.executable
 
 
-def shuffle_partitions_for(cores: int) -> int:
-    return max(MIN_SHUFFLE_PARTITIONS, PARTITIONS_PER_CORE * cores)
+def shuffle_partitions_for(cores: int, local: bool = False) -> int:
+    # Embedded, without adaptive execution to coalesce them: one per core.
+    return cores if local else max(MIN_SHUFFLE_PARTITIONS, PARTITIONS_PER_CORE * cores)
 
 
 def build_session(
@@ -151,5 +155,6 @@ def build_session(
     session.sparkContext.setLogLevel("ERROR")
     if not spark_conf.contains(_SHUFFLE_CONF):
         # Spark's 200 mostly schedules empty tasks for the report's aggregates.
-        session.conf.set(_SHUFFLE_CONF, str(shuffle_partitions_for(session.sparkContext.defaultParallelism)))
+        cores = session.sparkContext.defaultParallelism
+        session.conf.set(_SHUFFLE_CONF, str(shuffle_partitions_for(cores, effective_master.startswith("local"))))
     return session

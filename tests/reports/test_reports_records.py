@@ -14,7 +14,7 @@ pytest.importorskip("pyspark", reason="pyspark is not installed: pip install .[r
 
 from report_fixtures import record  # noqa: E402
 
-from reports.load_records import read_records  # noqa: E402
+from reports.load_records import checkpointed, read_records  # noqa: E402
 from reports.record_schema import default_schema_path, load_schema  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,6 +57,20 @@ def test_bad_lines_are_kept_with_file_line_and_reason(spark, tmp_path: Path) -> 
     assert errors[(f, 6)] == "not a JSON object (got array<bigint>)"
     assert errors[(f, 7)] == "field 'durationMs' -3: less than 0"
     assert errors[(f, 8)] == errors[(f, 9)] == errors[(f, 10)] == "not valid JSON"
+
+
+def test_checkpointed_records_keep_their_rows_and_drop_the_validation_plan(spark, tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(_good()) + "\nnot json\n" + json.dumps(_good(1)) + "\n", encoding="utf-8")
+    records = read_records(spark, [path], load_schema())
+    kept = checkpointed(records)
+    # The plan the later queries build on no longer holds the validation (its JSON parses).
+    assert "from_json" in records._jdf.queryExecution().analyzed().toString()
+    assert "from_json" not in kept._jdf.queryExecution().analyzed().toString()
+    by_line = sorted(kept.select("line", "error", "grade").collect())
+    assert [(r.line, r.error, r.grade) for r in by_line] == [
+        (1, None, "PASSED"), (2, "not valid JSON", None), (3, None, "PASSED")
+    ]
 
 
 def test_line_numbers_survive_files_split_into_many_chunks(spark, tmp_path: Path) -> None:
