@@ -28,6 +28,7 @@ from collections import Counter
 
 from reference_impl.common.errors import CodecError
 from reference_impl.mc0 import codec
+from reference_impl.mc0.broker import ttl_ms
 from reference_impl.zmtp.commands import split_command
 
 from conformance.protocols.zmtp_channel import ZmtpReader
@@ -196,8 +197,9 @@ class _Messages:
             self.asked[message.id] += 1
         if message.verb == codec.CONNECT and message.id is not None:
             ttl = message.header(codec.TTL)
-            if ttl is not None and ttl.isdigit() and int(ttl) > 0:
-                self.connects[message.id] = int(ttl) / 1000
+            ms = None if ttl is None else ttl_ms(ttl)  # not int(): it refuses more than 4300 digits
+            if ms is not None:
+                self.connects[message.id] = ms / 1000
         elif message.verb == codec.SUB and message.positional:
             self.subscribed.update(message.positional)
         elif message.verb == codec.PUT and message.header(codec.TOPIC) is not None and message.positional is not None:
