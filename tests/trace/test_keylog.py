@@ -178,3 +178,14 @@ def test_a_handshake_ended_by_a_zmtp_error_is_a_note_not_a_finding(tmp_path, cap
     code, records = _records(tmp_path, capsys, pcap)
     assert code == 0 and _findings(records) == []
     assert any("ended the CURVE handshake with a ZMTP ERROR ('denied')" in n for n in _notes(records))
+
+
+def test_a_boxed_message_past_the_checkers_limit_is_a_note_and_not_held(tmp_path, capsys, monkeypatch):
+    # as the clear-text reader's max_frame: a peer sending MORE forever must not grow the checker
+    # without bound; the limit is made small here (the ERROR's six parts are 27 octets in all, the request's four 13)
+    from conformance.trace.rules import mc0
+    monkeypatch.setattr(mc0, "MAX_MESSAGE", 16, raising=False)
+    keylog = _keylog(tmp_path, cs.key_line("CLIENT", cs.C_T, cs.CLIENT_T_SECRET))
+    code, records = _records(tmp_path, capsys, _session(tmp_path), keylog)
+    assert code == 0 and _findings(records) == []  # the ERROR is not read, nor the OK after it
+    assert any("server from byte" in n and "a message of more than 16 octets" in n for n in _notes(records))

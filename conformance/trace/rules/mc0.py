@@ -31,13 +31,14 @@ from reference_impl.mc0 import codec
 from reference_impl.mc0.broker import ttl_ms
 from reference_impl.zmtp.commands import split_command
 
-from conformance.protocols.zmtp_channel import ZmtpReader
+from conformance.protocols.zmtp_channel import HARNESS_MAX_FRAME, ZmtpReader
 from conformance.trace.curve import CurveSession
 from conformance.trace.rules import Rules as Base
 
 _ORDER = [("client", "HELLO"), ("server", "WELCOME"), ("client", "INITIATE"), ("server", "READY")]
 _MESSAGE = b"\x07MESSAGE"
 _KEPT_PUTS = 64  # PUTs remembered for their delivery (X- headers), newest
+MAX_MESSAGE = HARNESS_MAX_FRAME  # a boxed message's parts held, at most (as the reader's for clear ones)
 
 
 class _Command:
@@ -68,6 +69,7 @@ class Rules(Base):
         self.encrypted = {"client": 0, "server": 0}
         self.curve: CurveSession | None = None
         self.inner: dict[str, list[bytes]] = {"client": [], "server": []}  # parts of a boxed multi-part message
+        self.inner_size = {"client": 0, "server": 0}
         self.messages = _Messages()
 
     def new_reader(self, side: str):
@@ -110,8 +112,14 @@ class Rules(Base):
         if inner.command:
             return out  # a boxed ZMTP command (PING, PONG): not an mc0 message
         self.inner[side].append(inner.body)
+        self.inner_size[side] += len(inner.body)
+        if self.inner_size[side] > MAX_MESSAGE:  # a peer sending MORE forever: not held, not judged
+            self.curve.lost[side] = f"a message of more than {MAX_MESSAGE} octets (the checker's limit) was not read"
+            self.inner[side], self.inner_size[side] = [], 0
+            self.encrypted[side] += 1
+            return out
         if not inner.more:
-            parts, self.inner[side] = self.inner[side], []
+            parts, self.inner[side], self.inner_size[side] = self.inner[side], [], 0
             out += self.messages.on(side, parts, ts)
         return out
 
