@@ -101,7 +101,9 @@ class CurveSession:
         except CodecError as exc:
             if exc.code != "bad-message-flags":
                 self.lost[side] = f"a MESSAGE did not open ({exc.code})"
-            return None, [(side, f"MESSAGE: {exc}")]
+                return None, [(side, f"MESSAGE: {exc}")]
+            # it opened: its nonce counts as any other's
+            return None, [(side, f"MESSAGE: {exc}"), *self._nonce(side, int.from_bytes(body[8:16], "big"))]
         return frame, self._nonce(side, nonce)
 
     def _nonce(self, side: str, nonce: int) -> list[tuple[str, str]]:

@@ -189,3 +189,20 @@ def test_a_boxed_message_past_the_checkers_limit_is_a_note_and_not_held(tmp_path
     code, records = _records(tmp_path, capsys, _session(tmp_path), keylog)
     assert code == 0 and _findings(records) == []  # the ERROR is not read, nor the OK after it
     assert any("server from byte" in n and "a message of more than 16 octets" in n for n in _notes(records))
+
+
+@pytest.mark.parametrize("next_nonce,findings", [(3, 1), (2, 2)])  # then its nonce again: a repeat
+def test_a_box_that_opens_with_reserved_flags_is_a_finding_not_an_unopened_box(tmp_path, capsys, next_nonce,
+                                                                               findings):
+    # RFC 26 MESSAGE: flags bit 0 MORE, bit 1 COMMAND, the others reserved; this box opens
+    from nacl.bindings import crypto_box
+    n = cs.short(2)
+    body = b"\x07MESSAGE" + n + crypto_box(b"\x80" + b"x", b"CurveZMQMESSAGES" + n, cs.C_T, cs.SERVER_T_SECRET)
+    replies = b"\x00" + bytes([len(body)]) + body + cs.messages("server", ERROR, next_nonce)
+    keylog = _keylog(tmp_path, cs.key_line("CLIENT", cs.C_T, cs.CLIENT_T_SECRET))
+    code, records = _records(tmp_path, capsys, _session(tmp_path, replies=replies), keylog)
+    assert code == 1 and _findings(records) == [("mc0-curve", "server")] * findings
+    messages = " ".join(r["message"] for r in records)
+    assert "reserved MESSAGE flag bits in 0x80" in messages
+    assert ("short nonce 2 after 2" in messages) == (findings == 2)
+    assert _notes(records) == []  # it was opened: not among the boxes the key log did not open

@@ -107,7 +107,8 @@ class Rules(Base):
         inner, problems = self.curve.message(side, body) if self.curve else (None, [])
         out = [(who, "mc0-curve", text) for who, text in problems]
         if inner is None:
-            self.encrypted[side] += 1
+            if self.curve is None or self.curve.key is None or side in self.curve.lost:
+                self.encrypted[side] += 1  # not opened (a box that opened with bad flags is a finding only)
             return out
         if inner.command:
             return out  # a boxed ZMTP command (PING, PONG): not an mc0 message
