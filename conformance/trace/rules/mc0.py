@@ -16,7 +16,8 @@ they are reported as not checkable, never skipped silently.  The message rules (
 - a client with a TTL (from a CONNECT the broker said OK to) quiet for more than twice the TTL
   until the connection ends, without a NOOP from the broker (mc0-noop-timing, SHOULD).
 The timed rules allow twice the TTL where the profile says one, for clock skew and a broker's timer
-granularity; a client found absent has no TTL any more (the profile drops it).  Quiet is judged
+granularity; a client found absent has no TTL any more (the profile drops it).  Any traffic from
+the client counts as heard, ZMTP PINGs (clear or boxed) too, as the profile says.  Quiet is judged
 when the client speaks again or the connection ends, never on the broker's frames alone: the
 suite's own captures (run --pcap) time what the suite received when it read it, so a NOOP sent
 while the suite slept is stamped after the client's next message.
@@ -90,7 +91,11 @@ class Rules(Base):
     def _zmtp(self, side: str, frame, ts: float):
         mechanism = self.mechanism.get(side)
         if mechanism == "NULL":
-            return self.messages.on(side, frame.parts, ts) if isinstance(frame, _Message) else []
+            if isinstance(frame, _Message):
+                return self.messages.on(side, frame.parts, ts)
+            if frame.name not in ("READY", "ERROR"):  # past NULL's handshake: a PING is traffic too
+                self.messages.traffic(side, ts)
+            return []
         if mechanism != "CURVE":
             return []
         if self.step < len(_ORDER):
@@ -111,7 +116,8 @@ class Rules(Base):
                 self.encrypted[side] += 1  # not opened (a box that opened with bad flags is a finding only)
             return out
         if inner.command:
-            return out  # a boxed ZMTP command (PING, PONG): not an mc0 message
+            self.messages.traffic(side, ts)  # a boxed ZMTP command (PING, PONG): traffic, not an mc0 message
+            return out
         self.inner[side].append(inner.body)
         self.inner_size[side] += len(inner.body)
         if self.inner_size[side] > MAX_MESSAGE:  # a peer sending MORE forever: not held, not judged
@@ -200,6 +206,13 @@ class _Messages:
             self.heard = ts
             return out + self._request(message)
         return out + self._reply(message, ts)
+
+    def traffic(self, side: str, ts: float) -> None:
+        """Traffic from ``side`` that is not an mc0 message (a ZMTP PING): the profile counts any
+        traffic from the client as the client being present."""
+        if side == "client":
+            self._absent(ts)
+            self.heard = ts
 
     def _request(self, message: codec.Mc0Message):
         if message.id is not None:
