@@ -87,6 +87,7 @@ def run(out: Path, only: str | None) -> None:
             rerun = out / f"{name}.rerun-{i:02d}"
             _conformance("--target", f"docker:{image}", "--impl-name", name, "--jobs", "1",
                          "-k", case, "--out", str(rerun))
+            rerun.mkdir(parents=True, exist_ok=True)  # a run that failed early may not have made it
             (rerun / RERUN_CASE).write_text(case)  # -k matches other ids that contain this one
 
 

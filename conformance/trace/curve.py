@@ -73,7 +73,7 @@ class CurveSession:
             return self._nonce("client", nonce)
         if not self.client_transient:
             return []
-        for key in self.keys.servers:  # S' is boxed in WELCOME: the server key is the one that opens INITIATE
+        for key in self.keys.servers.values():  # S' is boxed in WELCOME: the server key is the one that opens INITIATE
             try:
                 nonce = curve.open_initiate(body, self.client_transient, key.secret)[0]
             except CodecError:

@@ -47,11 +47,11 @@ class SessionKey:
 
 @dataclass
 class KeyLog:
-    """The parsed keys: clients' by C' (seen in clear in HELLO), servers' in order (S' travels
-    boxed, so a server's key is found by the INITIATE box it opens)."""
+    """The parsed keys: clients' by C' (seen in clear in HELLO), servers' by S' in the order they
+    came (S' travels boxed, so a server's key is found by the INITIATE box it opens)."""
 
     clients: dict[bytes, SessionKey] = field(default_factory=dict)
-    servers: list[SessionKey] = field(default_factory=list)
+    servers: dict[bytes, SessionKey] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.clients or self.servers)
@@ -62,8 +62,8 @@ class KeyLog:
     def add(self, key: SessionKey) -> None:
         if key.role == "client":
             self.clients[key.public] = key
-        elif key not in self.servers:
-            self.servers.append(key)
+        else:
+            self.servers.setdefault(key.public, key)
 
 
 def parse_line(text: str, where: str) -> SessionKey | None:
