@@ -36,7 +36,7 @@ def findings_of(protocol: str, facts: list[dict]) -> list[tuple[str, Finding]]:
     known = requirements(protocol)
     out = []
     # a total order, so that the Spark job (facts in shuffle order) and one process agree on ties
-    ordered = sorted(facts, key=lambda f: (f["first_ts"], f["capture"], f["connection"]))
+    ordered = sorted(facts, key=lambda f: (f["first_ts"], f["connection"], f["capture"]))
     for fact, side, requirement, message, where in module.check(ordered):
         if requirement not in known or known[requirement].level not in GRADE_OF_LEVEL:
             raise KeyError(f"session rules name {requirement!r}, not a MUST or SHOULD of {protocol}")
