@@ -8,54 +8,41 @@ what the other had not received, frames of streams the earlier connection opened
 REQUEST_N, a COMPLETE).  Their credit and ends depend on positions this monitor does not keep,
 so on the resumed connection the streams the session used before are not judged (the monitor's
 ``forget``, as for a frame that did not decode); new streams are.  The stream ids each
-connection used are read with a second decoder of the codec, before the monitor sees the bytes,
-so a RESUME and the replay in one read are told apart in time.
+connection used are noted as its monitor checks each frame, in order, so a RESUME's streams are
+forgotten before the replay after it is judged.
 """
 
 from __future__ import annotations
 
 from reference_impl.common.wire_monitor import Side
-from reference_impl.rsocket.codec import FrameError, Resume, Setup, TcpDecoder
+from reference_impl.rsocket.codec import FrameError, Resume, Setup
 from reference_impl.rsocket.monitor import WireMonitor
 
 from conformance.images.interop_protocol import ConnectionMonitors
 
-_UNFRAMEABLE = frozenset({"frame-too-large", "frame-too-short"})
 
-
-class _Connection:
-    """One connection's monitor, and what it tells the session: its token, the stream ids it used."""
+class _Connection(WireMonitor):
+    """One connection's monitor, which also tells the session its token and the stream ids it used."""
 
     def __init__(self, sessions: "RSocketMonitors") -> None:
-        self.monitor = WireMonitor()
+        super().__init__()
         self.sessions = sessions
         self.token: bytes | None = None  # the resume token of its SETUP (or RESUME)
         self.streams: set[int] = set()
-        self._decoders = {Side.CLIENT: TcpDecoder(), Side.SERVER: TcpDecoder()}
         self._first = True
 
-    def feed(self, side: Side, data: bytes):
-        decoder = self._decoders.get(side)
-        if decoder is not None:
-            decoder.feed(data)
-        while decoder is not None:
-            try:
-                frame = decoder.next_frame()
-            except FrameError as exc:
-                if exc.stream_id:
-                    self.streams.add(exc.stream_id)
-                if exc.code in _UNFRAMEABLE:  # no frame boundary after a bad length: the monitor says so
-                    del self._decoders[side]
-                    break
-                continue
-            if frame is None:
-                break
-            if side is Side.CLIENT and self._first:
-                self._first = False
-                self._opened(frame)
-            if getattr(frame, "stream_id", 0):
-                self.streams.add(frame.stream_id)
-        return self.monitor.feed(side, data)
+    def _check(self, side: Side, frame) -> None:
+        if side is Side.CLIENT and self._first:
+            self._first = False
+            self._opened(frame)
+        if getattr(frame, "stream_id", 0):
+            self.streams.add(frame.stream_id)
+        super()._check(side, frame)
+
+    def _undecoded(self, side: Side, exc: FrameError) -> None:
+        if exc.stream_id:
+            self.streams.add(exc.stream_id)
+        super()._undecoded(side, exc)
 
     def _opened(self, frame) -> None:
         if isinstance(frame, Setup):
@@ -64,15 +51,7 @@ class _Connection:
             self.token = frame.token
             for earlier in self.sessions.of(frame.token, before=self):
                 for stream_id in sorted(earlier.streams):
-                    self.monitor.forget(stream_id)
-
-    @property
-    def violations(self):
-        return self.monitor.violations
-
-    @property
-    def frames(self) -> int:
-        return self.monitor.frames
+                    self.forget(stream_id)
 
 
 class RSocketMonitors(ConnectionMonitors):

@@ -82,8 +82,7 @@ class WireMonitor:
             try:
                 frame = decoder.next_frame()
             except FrameError as exc:
-                self._violate(side, f"malformed-frame:{exc.code}", exc.detail)
-                self.frames += 1
+                self._undecoded(side, exc)
                 if exc.code in _UNFRAMEABLE:  # the length itself is bad: nothing after it can be framed
                     self._failed.add(side)
                     break
@@ -93,6 +92,10 @@ class WireMonitor:
             self._check(side, frame)
             self.frames += 1
         return self.violations[before:]
+
+    def _undecoded(self, side: Side, exc: FrameError) -> None:
+        self._violate(side, f"malformed-frame:{exc.code}", exc.detail)
+        self.frames += 1
 
     def forget(self, stream_id: int) -> None:
         """A frame on this stream did not decode: what it meant to its receiver (credit, an end) is
