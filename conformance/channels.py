@@ -96,7 +96,7 @@ class TcpChannel:
 
     async def recv(self, timeout: float) -> bytes | None:
         if self._kept:
-            return self._hand_over()
+            return _hand_over(self._kept, self._log)
         if self.closed:
             return None
         try:
@@ -181,11 +181,6 @@ class TcpChannel:
         self._tap.received(data)
         return data
 
-    def _hand_over(self) -> bytes:
-        data = self._kept.pop(0)  # captured already
-        self._log.received(data)
-        return data
-
     async def close(self) -> None:
         if self._tap:
             await self._drain()
@@ -248,9 +243,7 @@ class WsChannel:
 
     async def recv(self, timeout: float) -> bytes | str | None:
         if self._kept:
-            data = self._kept.pop(0)  # captured already
-            self._log.received(data)
-            return data
+            return _hand_over(self._kept, self._log)
         if self.closed:
             return None
         try:
@@ -311,3 +304,10 @@ class WsChannel:
             tap.received(data)
             self._kept.append(data)
             budget -= len(data)
+
+
+def _hand_over(kept: list, log: WireLog):
+    """The first of what a `run --pcap` close drained (captured already), for a recv after it."""
+    data = kept.pop(0)
+    log.received(data)
+    return data
