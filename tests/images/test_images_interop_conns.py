@@ -34,6 +34,16 @@ def _run(protocol: str, client, tmp_path: Path, case: str) -> tuple[dict, str]:
     return result, (tmp_path / result["wire"]).read_text()
 
 
+def _twice(run_testcase, testcase: str, what: str):
+    """A client (url, log -> exit code) that runs the reference client's TESTCASE twice in a row,
+    each on connections of its own: the worse exit code."""
+    async def client(url: str, log) -> int:
+        codes = [await run_testcase(url, testcase) for _ in range(2)]
+        log(f"{what}: {codes}")
+        return max(codes)
+    return client
+
+
 async def _raw_rsocket(url: str, frames: list, answers: int = 0) -> list:
     """Sends FRAMES on a connection of its own, reads ANSWERS frames back (1 s each), closes."""
     parts = urlsplit(url)
@@ -54,11 +64,7 @@ async def _raw_rsocket(url: str, frames: list, answers: int = 0) -> list:
 def test_two_rsocket_connections_each_correct_give_no_violation(tmp_path: Path) -> None:
     # each connection opens stream 1 after its SETUP: fed to one monitor, the second request
     # looked like stream-id-not-increasing
-    async def twice(url: str, log) -> int:
-        codes = [await rsocket_testcase(url, "request-response") for _ in range(2)]
-        log(f"two connections: {codes}")
-        return max(codes)
-
+    twice = _twice(rsocket_testcase, "request-response", "two connections")
     result, wire = _run("rsocket", twice, tmp_path, "request-response")
     assert result["verdict"] == "passed" and result["violations"] == [], result
     assert "connection 2 opened" in wire and "the client closed its end of connection 2" in wire
@@ -112,11 +118,7 @@ def test_one_connection_keeps_the_log_as_it_was(tmp_path: Path) -> None:
 def test_an_mtl_client_with_two_control_connections(tmp_path: Path) -> None:
     # two test-profile runs: two control connections (two greetings, two handshakes; one monitor for
     # both read the second greeting as frames), each with a writer and a reader data connection
-    async def twice(url: str, log) -> int:
-        codes = [await mtl_testcase(url, "test-profile") for _ in range(2)]
-        log(f"two control connections: {codes}")
-        return max(codes)
-
+    twice = _twice(mtl_testcase, "test-profile", "two control connections")
     result, wire = _run("mtl", twice, tmp_path, "test-profile")
     assert result["verdict"] == "passed" and result["violations"] == [], result
     assert "monitor: 4 data connections" in wire
