@@ -43,12 +43,11 @@ class FaultProxy:
         self.tap: Callable[[str, bytes], None] | None = None
         #: when set, called once per accepted connection for that connection's tap (one monitor each)
         self.tap_for_connection: Callable[[], Callable[[str, bytes], None]] | None = None
-        #: when set, what is forwarded in place of each read (after the tap saw the original), and at the
-        #: end of a direction (b"") what it still holds: the interop matrix points MTL's 202 replies at a
-        #: proxy of their own (conformance/images/interop_mtl.py)
-        self.rewrite: Callable[[str, bytes], Awaitable[bytes]] | None = None
-        #: when set, called once per accepted connection for that connection's rewrite: a rewrite that
-        #: holds back part of a frame must not join it to another connection's bytes
+        #: when set, called once per accepted connection for that connection's rewrite: what is forwarded
+        #: in place of each read (after the tap saw the original), and at the end of a direction (b"")
+        #: what it still holds (a rewrite that holds back part of a frame must not join it to another
+        #: connection's bytes).  The interop matrix points MTL's 202 replies at a proxy of their own
+        #: (conformance/images/interop_mtl.py)
         self.rewrite_for_connection: Callable[[], Callable[[str, bytes], Awaitable[bytes]]] | None = None
 
     @classmethod
@@ -94,7 +93,7 @@ class FaultProxy:
             if sock is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         tap = self.tap_for_connection() if self.tap_for_connection is not None else self.tap
-        rewrite = self.rewrite_for_connection() if self.rewrite_for_connection is not None else self.rewrite
+        rewrite = self.rewrite_for_connection() if self.rewrite_for_connection is not None else None
         up = asyncio.ensure_future(self._pump(client_r, target_w, "to-target", client_w, tap, rewrite))
         down = asyncio.ensure_future(self._pump(target_r, client_w, "from-target", target_w, tap, rewrite))
         self._tasks.update((up, down))
