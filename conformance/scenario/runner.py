@@ -142,6 +142,7 @@ class CaseRunner:
         self.last_send_at: float | None = None
         self.step_done_at = 0.0
         self.violation = False  # the target sent or did something a case grades as wrong
+        self.fell_behind: str | None = None  # a keep_alive's own gap reached the target timer it keeps clear of
 
     # -- entry points -------------------------------------------------------
 
@@ -242,6 +243,10 @@ class CaseRunner:
         if client is not None:
             exchange, message, client_exit = await self._client_outcome(
                 client, exchange, message, started + deadline_ms / 1000, deadline_ms)
+        if self.fell_behind and exchange in (Grade.FAILED, Grade.NON_STRICT):
+            # the target may rightly have timed the suite out: no verdict on it either way
+            exchange, message = Grade.ERROR, f"{self.fell_behind}; the verdict would have been {exchange.value}: {message}"
+            self.violation = False
         if self.case.requirement in ("MAY", "INFO") and exchange is not Grade.ERROR:
             message = "observed: " + (message or "; ".join(map(str, self.observed)) or "the behaviour described")
             exchange = Grade.INFORMATIONAL
@@ -578,9 +583,17 @@ class CaseRunner:
         every = millis(spec.get("every_ms", "keepalive_ms"), self.params)
         if every <= 0:
             raise ValueError_(f"keep_alive every_ms must be above 0, got {every}")
+        max_gap = millis(spec["max_gap_ms"], self.params) if "max_gap_ms" in spec else None
         end = time.monotonic() + millis(spec["for_ms"], self.params) / 1000
+        sent_at = self.last_send_at
         while True:
             await self._send(spec["send"])
+            if max_gap is not None and sent_at is not None and not self.fell_behind:
+                gap_ms = (self.last_send_at - sent_at) * 1000
+                if gap_ms >= max_gap:
+                    self.fell_behind = (f"the suite fell behind its own pace: {gap_ms:.0f} ms between two of its sends, "
+                                        f"at or over the {max_gap} ms the target may time it out after (a busy machine?)")
+            sent_at = self.last_send_at
             remaining_ms = (end - time.monotonic()) * 1000
             if remaining_ms <= 0:
                 return

@@ -17,8 +17,8 @@ and macros) keeps a CPU busy for seconds, the suite's and, in-process, the targe
 runs through the fault proxy: its bytes cross two event loops a chunk (down to a byte) at a time,
 hundreds of steps one after another against one of the target's read timeouts, and a busy CPU makes
 each step late; so does a case that keeps a connection alive at a tight pace of its own against
-one of the target's timeouts (`keep_alive` under ``TIGHT_PACE_MS``: NOOPs every 75 ms against a
-300 ms TTL), which counts as paced.
+one of the target's timeouts (`keep_alive` under ``TIGHT_PACE_MS``: NOOPs every 100 ms against a
+1000 ms TTL), which counts as paced.
 So heavy and paced cases never overlap; every other case runs beside either (most
 of them wait on the target and spend little CPU: a starved step is milliseconds late, and their
 windows are seconds).  Paced cases go first, and one waiting holds new heavy ones back: they are
@@ -91,7 +91,7 @@ def case_demand(steps: list[dict[str, Any]], macros: dict[str, list[dict[str, An
 
 
 #: a keep_alive paced faster than this has little margin against the target's timeout (NOOPs every
-#: 75 ms against a 300 ms TTL); the default pace, a second, has seconds of it
+#: 100 ms against a 1000 ms TTL); the default pace, a second, has seconds of it
 TIGHT_PACE_MS = 500
 
 

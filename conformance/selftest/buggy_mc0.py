@@ -27,6 +27,7 @@ BUGS = {
     "drops-x-headers",          # MESSAGE leaves out the PUT's X- headers
     "no-ttl-expiry",            # never finds a silent client absent
     "no-noop",                  # never NOOPs a quiet client (a SHOULD)
+    "noop-not-heard",           # a client's NOOP does not count as hearing from it (absent despite heartbeats)
 }
 
 
@@ -45,7 +46,10 @@ class BuggyBroker(Broker):
             assert self.server is not None
             self.server.crash()
             return []
+        heard = self.peers[peer].last_heard if peer in self.peers else now
         sends = super().receive(peer, frames, now)
+        if self.bug == "noop-not-heard" and _verb(frames) == codec.NOOP and peer in self.peers:
+            self.peers[peer].last_heard = heard
         if odd and self.bug == "odd-headers-stop-serving":
             self.deaf = True
         if self.bug == "ok-after-error" and len(frames) > 1 and frames[1] not in KNOWN_HEADERS:
@@ -69,6 +73,13 @@ class BuggyBroker(Broker):
                 state.last_heard = max(state.last_heard, now - (state.ttl or 0) / 2)
         sends = super().tick(now)
         return [] if self.bug == "no-noop" else sends
+
+
+def _verb(frames: list[bytes]) -> bytes | None:
+    try:
+        return codec.decode_message(frames).verb
+    except CodecError:
+        return None
 
 
 def _odd_headers(frames: list[bytes]) -> bool:

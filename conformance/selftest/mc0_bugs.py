@@ -15,6 +15,7 @@ BUG_TO_CASE = [
     ("fan-out-to-one", "mc0/pubsub/fan-out-to-every-subscriber"),
     ("drops-x-headers", "mc0/extension-index/x-headers-forwarded"),
     ("no-ttl-expiry", "mc0/error-disconnect/ttl-expiry-drops-subscriptions"),
+    ("noop-not-heard", "mc0/error-disconnect/traffic-keeps-client-present"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [

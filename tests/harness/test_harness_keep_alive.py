@@ -66,3 +66,44 @@ def test_a_misspelt_field_in_keep_alive_send_is_a_load_error() -> None:
     case = {"steps": [{"keep_alive": {"send": {"kind": "ping", "kinde": 1}, "for_ms": 1000}}]}
     problems = adapter_for("stmp").frame_check(case)
     assert [path for path, _ in problems] == [("steps", 0, "keep_alive", "send", "kinde")], problems
+
+
+MC0_PRESENT = "mc0/error-disconnect/traffic-keeps-client-present"
+
+
+async def _grade_mc0(bug: str | None, stall_before_send: int | None):
+    """The mc0 presence case, the suite's own loop stalled for 1.3 s (past the case's 1000 ms TTL)
+    before its ``stall_before_send``-th send: the broker then rightly finds the client absent."""
+    from conformance.scenario.runner import CaseRunner
+    from conformance.selftest.buggy_mc0 import start_buggy
+
+    send, sends = CaseRunner._send, 0
+
+    async def stalling_send(self, spec, *args, **kwargs):
+        nonlocal sends
+        sends += 1
+        if sends == stall_before_send:
+            await asyncio.sleep(1.3)
+        return await send(self, spec, *args, **kwargs)
+
+    server = await start_buggy(bug)
+    CaseRunner._send = stalling_send
+    try:
+        return await run_case(all_cases("mc0")[MC0_PRESENT], server.url, transport="zmtp")
+    finally:
+        CaseRunner._send = send
+        await server.close()
+
+
+def test_a_suite_that_falls_behind_its_own_pace_grades_error_not_the_target() -> None:
+    # CONNECT, SUB, then NOOPs: the 6th send is the 4th NOOP
+    result = asyncio.run(_grade_mc0(None, 6))
+    assert result.grade is Grade.ERROR, (result.grade, result.message)
+    assert "the suite fell behind its own pace" in result.message and "FAILED" in result.message, result.message
+
+
+def test_a_stall_shorter_than_the_timer_leaves_the_verdict_alone() -> None:
+    # the same broker and a pace kept: PASSED; a broker deaf to NOOPs: FAILED, the target's fault
+    assert asyncio.run(_grade_mc0(None, None)).grade is Grade.PASSED
+    result = asyncio.run(_grade_mc0("noop-not-heard", None))
+    assert result.grade is Grade.FAILED, (result.grade, result.message)

@@ -26,6 +26,7 @@ BUG_TO_CASE = [
     ("fan-out-to-one", "mc0/pubsub/fan-out-to-every-subscriber", "nothing arrived"),
     ("drops-x-headers", "mc0/extension-index/x-headers-forwarded", "header_list"),
     ("no-ttl-expiry", "mc0/error-disconnect/ttl-expiry-drops-subscriptions", "mc0 MESSAGE TOPIC='ttl'"),
+    ("noop-not-heard", "mc0/error-disconnect/traffic-keeps-client-present", "nothing arrived"),
 ]
 
 
