@@ -72,6 +72,8 @@ class Observer:
 
     def finish(self) -> None:
         self._report(SERVER, self.rules.on_finish(), None)
+        for (frame, offset, span), violation in self.rules.on_finish_at():
+            self._report(violation[0], [violation], offset, frame=frame, span=span)
         self.findings += [f for peer, f in self.provisional if not self.dead[peer]]
         self.provisional = []
         for side, reason in self.rules.notes():

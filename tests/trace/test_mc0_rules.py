@@ -70,3 +70,39 @@ def test_zmtp_pings_keep_the_client_present(tmp_path, capsys):
 
     assert grades(head) == ["mc0-noop-timing"]
     assert grades(head + pings) == []
+
+
+def _delivery_findings(tmp_path, capsys, deliveries: list[list[bytes]]) -> list[str]:
+    """A NULL connection that subscribes to t and PUTs body "tick" with X-From: a; the broker's
+    MESSAGEs for t are ``deliveries``; the FAILED lines of check-trace (NULL's mc0-curve aside)."""
+    ready = _command(b"\x05READY" + b"\x0bSocket-Type" + b"\x00\x00\x00\x06DEALER")
+    sub = [b"", b"SUB", b"ID", b"s", b"", b"t"]  # headers, the empty separator, positionals
+    put = [b"", b"PUT", b"TOPIC", b"t", b"X-From", b"a", b"", b"tick"]
+    moves = [("client", _greeting(False) + ready), ("server", _greeting(True) + ready),
+             ("client", _message(sub)), ("server", _message([b"", b"OK", b"ID", b"s"])),
+             ("client", _message(put))] + [("server", _message(d)) for d in deliveries]
+    pcap = write_pcap(tmp_path / "x.pcap", conversation(CLIENT, SERVER, moves))
+    main(["check-trace", "--port", "9000=mc0", str(pcap)])
+    return [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("  FAILED") and "mc0-curve" not in line]
+
+
+# the profile: X- headers of a PUT are forwarded untouched, in order, in its MESSAGE
+OTHERS = [b"", b"MESSAGE", b"TOPIC", b"t", b"X-From", b"b", b"", b"tick"]  # another publisher's PUT of the same body
+OWN = [b"", b"MESSAGE", b"TOPIC", b"t", b"X-From", b"a", b"", b"tick"]
+STRIPPED = [b"", b"MESSAGE", b"TOPIC", b"t", b"", b"tick"]
+
+
+def test_another_publishers_delivery_of_the_same_body_is_not_a_finding(tmp_path, capsys):
+    assert _delivery_findings(tmp_path, capsys, [OTHERS, OWN]) == []
+    assert _delivery_findings(tmp_path, capsys, [OWN, OTHERS]) == []
+
+
+def test_a_put_delivered_only_without_its_headers_is_a_finding_at_that_message(tmp_path, capsys):
+    found = _delivery_findings(tmp_path, capsys, [STRIPPED])
+    assert len(found) == 1 and "mc0-reserved-headers" in found[0], found
+    # the server's frames: greeting 0, READY 1, OK 2, the MESSAGE 3
+    assert "server 127.0.0.1:9000, frame 3 " in found[0] and "carries X- headers [], the PUT [X-From=a]" in found[0]
+    # neither delivery is its own: placed at the first (another publisher's is as wrong for this PUT)
+    found = _delivery_findings(tmp_path, capsys, [OTHERS, STRIPPED])
+    assert len(found) == 1 and "frame 3 " in found[0] and "[X-From=b], the PUT [X-From=a]" in found[0], found

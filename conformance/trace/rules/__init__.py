@@ -58,6 +58,12 @@ class Rules:
     def on_finish(self):
         return []
 
+    def on_finish_at(self):
+        """Violations judged only once the connection is over but found at a frame: (where, violation),
+        ``where`` the ``self.at`` of that frame (e.g. a delivery that might have been another
+        publisher's until its own never came)."""
+        return []
+
     def session_facts(self) -> list[tuple[str, dict]]:
         """(session key, fact) for the checks across connections (conformance/trace/sessions), asked
         when the connection is finished: small plain dicts; where a frame was is ``self.at``

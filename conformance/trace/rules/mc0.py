@@ -11,8 +11,11 @@ they are reported as not checkable, never skipped silently.  The message rules (
   an ERROR without its MESSAGE header (mc0-error);
 - a MESSAGE for a topic this connection never subscribed to (mc0-put-subscribers; topics match
   exactly), or only subscribed to before it went quiet past twice its TTL (mc0-ttl-absent);
-- a MESSAGE carrying the topic and body of one of this connection's PUTs but not its X- headers,
-  in order (mc0-reserved-headers): read as that PUT's delivery;
+- a PUT of this connection whose topic and body came back in a MESSAGE, but never with its X-
+  headers in order (mc0-reserved-headers): another publisher's PUT of the same topic and body may
+  carry other headers, so a MESSAGE with other headers is that PUT's delivery only if no MESSAGE
+  with the PUT's own headers comes before the connection is over (judged then, placed at the first
+  such MESSAGE);
 - a client with a TTL (from a CONNECT the broker said OK to) quiet for more than twice the TTL
   until the connection ends, without a NOOP from the broker (mc0-noop-timing, SHOULD).
 The timed rules allow twice the TTL where the profile says one, for clock skew and a broker's timer
@@ -71,7 +74,7 @@ class Rules(Base):
         self.curve: CurveSession | None = None
         self.inner: dict[str, list[bytes]] = {"client": [], "server": []}  # parts of a boxed multi-part message
         self.inner_size = {"client": 0, "server": 0}
-        self.messages = _Messages()
+        self.messages = _Messages(self)
 
     def new_reader(self, side: str):
         return ZmtpReader(_Message, to_command=_Command)
@@ -154,6 +157,9 @@ class Rules(Base):
     def on_end(self, side: str, ts: float, how: str, pending: int):
         return self.messages.end(side, ts, how)
 
+    def on_finish_at(self):
+        return self.messages.undelivered_headers()
+
     def notes(self):
         if self.refused is not None:
             side, reason = self.refused
@@ -176,7 +182,8 @@ class Rules(Base):
 class _Messages:
     """The mc0 message rules of one connection (the module's docstring lists them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules  # where the frame being judged is (rules.at)
         self.asked: Counter[bytes] = Counter()  # IDs of the client's requests not answered yet
         self.owed_errors = 0  # the client's messages that did not decode, not answered by an ERROR yet
         self.subscribed: set[bytes] = set()
@@ -185,7 +192,8 @@ class _Messages:
         self.ttl: float | None = None
         self.heard: float | None = None  # when the client last sent a message
         self.noop: float | None = None  # when the broker last sent NOOP
-        self.puts: list[tuple[bytes, tuple[bytes, ...], tuple]] = []
+        # PUTs waiting for their delivery: [topic, X- headers, body, (where, text) of a delivery with other headers]
+        self.puts: list[list] = []
         self.ended: set[str] = set()
 
     def on(self, side: str, parts: list[bytes], ts: float):
@@ -225,8 +233,8 @@ class _Messages:
         elif message.verb == codec.SUB and message.positional:
             self.subscribed.update(message.positional)
         elif message.verb == codec.PUT and message.header(codec.TOPIC) is not None and message.positional is not None:
-            self.puts = [*self.puts[-_KEPT_PUTS + 1:], (message.header(codec.TOPIC), message.extensions,
-                                                         message.positional)]
+            self.puts = [*self.puts[-_KEPT_PUTS + 1:], [message.header(codec.TOPIC), message.extensions,
+                                                         message.positional, None]]
         elif message.verb == codec.DISCONNECT:
             self.ttl = None  # the broker drops the CONNECT parameters (its deliveries in flight may still come)
         return []
@@ -265,15 +273,23 @@ class _Messages:
             else:
                 out.append(("server", "mc0-put-subscribers", f"a MESSAGE for {topic[:40]!r}, a topic this connection "
                             f"never subscribed to (topics match exactly)", "client"))
-        for at, (put_topic, extensions, positional) in enumerate(self.puts):
-            if put_topic == topic and positional == message.positional:
-                del self.puts[at]
-                if message.extensions != extensions:
-                    out.append(("server", "mc0-reserved-headers", f"the delivery of this connection's PUT to "
-                                f"{topic[:40]!r} carries X- headers {_keys(message.extensions)}, the PUT "
-                                f"{_keys(extensions)}: they are forwarded untouched, in order"))
-                break
+        same = [put for put in self.puts if put[0] == topic and put[2] == message.positional]
+        exact = next((put for put in same if put[1] == message.extensions), None)
+        if exact is not None:
+            self.puts.remove(exact)  # its delivery: an earlier one with other headers was another publisher's
+            return out
+        waiting = next((put for put in same if put[3] is None), None)
+        if waiting is not None:
+            waiting[3] = (self.rules.at, f"the delivery of this connection's PUT to {topic[:40]!r} carries X- headers "
+                                         f"{_headers(message.extensions)}, the PUT {_headers(waiting[1])}, and no MESSAGE "
+                                         f"with the PUT's own came: they are forwarded untouched, in order")
         return out
+
+    def undelivered_headers(self):
+        """PUTs whose topic and body came back only with other X- headers, the connection over."""
+        if not self.ended:
+            return []  # the capture stops before the connection ends: the right delivery may be still to come
+        return [(put[3][0], ("server", "mc0-reserved-headers", put[3][1], "server")) for put in self.puts if put[3]]
 
     def _absent(self, now: float) -> None:
         """The client speaks at ``now``: quiet since it was last heard for more than twice its TTL,
@@ -296,5 +312,5 @@ class _Messages:
         return out
 
 
-def _keys(headers) -> str:
-    return "[" + ", ".join(k[:20].decode("latin-1") for k, _ in headers) + "]"
+def _headers(headers) -> str:
+    return "[" + ", ".join(f"{k[:20].decode('latin-1')}={v[:20].decode('latin-1')}" for k, v in headers) + "]"
