@@ -343,6 +343,8 @@ class RSocketReader:
         return out
 
     def _frames(self, frame: codec.Frame) -> list[Frame]:
+        if isinstance(frame, codec.Setup):
+            _check_mime_types(frame)
         fields = _fields_of(frame)
         sid = frame.stream_id
         partial = self._partials.get(sid)
@@ -382,6 +384,15 @@ class RSocketReader:
         if "follows" in fields:
             fields["fragments"] = 1
         return [Frame(fields, summarize(fields))]
+
+
+def _check_mime_types(setup: codec.Setup) -> None:
+    """A sender's rule the codec cannot see (it reads a MIME type as its length says): "The string
+    MUST NOT be null terminated." (SETUP Frame)."""
+    for what, mime in (("metadata", setup.metadata_mime), ("data", setup.data_mime)):
+        if mime.endswith("\0"):
+            raise CodecError("mime-null-terminated", f"the SETUP's {what} MIME type {mime[:40]!r} ends with a NUL "
+                                                     f"(the string MUST NOT be null terminated)")
 
 
 def new_reader(transport: str) -> RSocketReader:

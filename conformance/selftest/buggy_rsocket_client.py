@@ -28,6 +28,10 @@ def _setup_version_2(self, *args, **kwargs):
     _setup(self, *args, **{**kwargs, "version": (2, 0)})
 
 
+def _setup_mime_null_terminated(self, metadata_mime: str = "", data_mime: str = "", **kwargs):
+    _setup(self, metadata_mime + "\0", data_mime + "\0", **kwargs)
+
+
 def _setup_keepalive_zero(self, *args, **kwargs):
     self.keepalive_ms = 0
     _setup(self, *args, **kwargs)
@@ -124,6 +128,7 @@ def _metadata_push_on_stream(self, metadata):
 BUGS = {
     "setup-version-2": lambda: mock.patch.object(Connection, "setup", _setup_version_2),
     "setup-keepalive-zero": lambda: mock.patch.object(Connection, "setup", _setup_keepalive_zero),
+    "mime-null-terminated": lambda: mock.patch.object(Connection, "setup", _setup_mime_null_terminated),
     "first-stream-3": lambda: mock.patch.object(Connection, "allocate_stream_id", _starts_at_3),
     "even-stream-ids": lambda: mock.patch.object(Connection, "allocate_stream_id", _even_ids),
     "ignores-setup-rejection": lambda: mock.patch.object(Connection, "_receive_error", _ignores_setup_rejection),

@@ -43,6 +43,7 @@ SHOULD_BUG_TO_CASE = [
 CLIENT_BUG_TO_CASE = {
     "setup-version-2": "rsocket/handshake/client-setup",
     "setup-keepalive-zero": "rsocket/handshake/client-setup",
+    "mime-null-terminated": "rsocket/handshake/client-setup",
     "first-stream-3": "rsocket/handshake/client-setup",
     "ignores-setup-rejection": "rsocket/handshake/client-setup-rejected",
     "setup-frame-closes": "rsocket/handshake/client-ignores-setup-frame",

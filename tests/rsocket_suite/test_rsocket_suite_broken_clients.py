@@ -36,3 +36,15 @@ def test_the_bug_free_client_passes(case_id: str, transport: str) -> None:
     runner = CaseRunner(CASES[case_id], adapter, transport, params)
     result = asyncio.run(runner.against_client(buggy_client(None)))
     assert result.grade is Grade.PASSED, result.message
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ws"])
+def test_a_null_terminated_mime_type_is_failed_as_that(transport: str) -> None:
+    # SETUP Frame: "The string MUST NOT be null terminated." The codec reads the MIME type as its
+    # length says, so the NUL arrives as part of the string and only the suite's reader can refuse it
+    adapter = adapter_for("rsocket")
+    params = {**adapter.params, **adapter.ref_params}
+    runner = CaseRunner(CASES["rsocket/handshake/client-setup"], adapter, transport, params)
+    result = asyncio.run(runner.against_client(buggy_client("mime-null-terminated")))
+    assert result.grade is Grade.FAILED and "must not be null terminated" in result.message.lower(), result.message
+    assert "\\x00' ends with a NUL" in result.message, result.message  # the MIME type shown as sent

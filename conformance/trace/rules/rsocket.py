@@ -191,7 +191,8 @@ class Rules(Base):
     protocol = "rsocket"
     ERRORS = {"frame-too-short": "rsocket-frame-length-prefix", "truncated": "rsocket-frame-length-prefix",
               "trailing-bytes": "rsocket-frame-length-prefix", "frame-too-large": "rsocket-max-frame-size",
-              "mime-not-ascii": "rsocket-mime-ascii", "extended-type-zero": "rsocket-ext-type-positive",
+              "mime-not-ascii": "rsocket-mime-ascii", "mime-null-terminated": "rsocket-mime-not-null-terminated",
+              "extended-type-zero": "rsocket-ext-type-positive",
               "metadata-length-overrun": "rsocket-metadata-length-invalid"}
     FRAMING = "rsocket-frame-length-prefix"
 
