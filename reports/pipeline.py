@@ -124,6 +124,13 @@ class _Cache:
         self.frames.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
         return frame
 
+    def checkpoint(self, frame: DataFrame) -> DataFrame:
+        """``checkpointed``, released with the rest (persisted on a cluster; unpersisting a local checkpoint does
+        nothing)."""
+        kept = checkpointed(frame)
+        self.frames.append(kept)
+        return kept
+
     def release(self) -> None:
         for frame in self.frames:
             frame.unpersist()
@@ -180,8 +187,7 @@ class _Report:
     def build(self) -> dict[str, Any]:
         keep = self.cache.keep
         self.stages.step(f"reading {len(self.found.records_files)} records file(s)")
-        records = checkpointed(read_records(self.spark, self.found.records_files, self.schema))
-        self.cache.frames.append(records)  # persisted on a cluster; a local checkpoint's unpersist does nothing
+        records = read_records(self.spark, self.found.records_files, self.schema, keep=self.cache.checkpoint)
         valid = records.where(F.col("error").isNull())
         # kept: listed, then written twice; a few rows, where scanning the records again would read all
         invalid = keep(records.where(F.col("error").isNotNull()).select("sourceFile", "line", "error", "raw"))
