@@ -41,12 +41,21 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLOCK  # utime, stime
 
 
+def _mapped_archives(pid: int) -> set[str]:
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return set()
+    return {line.split()[-1] for line in maps.splitlines() if line.endswith(".jsa")}
+
+
 class _Watch(threading.Thread):
     """Samples the JVM's CPU time and the load average until the CLI's JVM child has exited."""
 
     def __init__(self, cli: subprocess.Popen) -> None:
         super().__init__(daemon=True)
         self.cli, self.jvm, self.cpu, self.loads = cli, None, 0.0, []
+        self.archives: set[str] = set()  # class-data-sharing archives the JVM mapped
 
     def run(self) -> None:
         while True:
@@ -58,6 +67,7 @@ class _Watch(threading.Thread):
                 if seconds is None:
                     return
                 self.cpu = seconds
+                self.archives |= _mapped_archives(self.jvm)
             elif self.cli.poll() is not None:
                 return
             time.sleep(0.2)
@@ -77,6 +87,8 @@ def timed(tree: Path, inputs: list[str], out: Path, extra: list[str]) -> tuple[f
     if cli.returncode != 0:
         raise SystemExit(f"{tree}: exit {cli.returncode}\n{stderr[-3000:]}")
     (out / "stdout.txt").write_text(stdout, encoding="utf-8")
+    if watch.archives:
+        print(f"  {tree}: the JVM mapped {', '.join(sorted(watch.archives))}", flush=True)
     return wall, watch.cpu, sum(watch.loads) / len(watch.loads)
 
 
