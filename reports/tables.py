@@ -126,9 +126,7 @@ def new_passes(matrix_cells: DataFrame, baseline_records: DataFrame) -> DataFram
 def flaky(valid: DataFrame) -> DataFrame:
     """Cases whose grade on one transport differed between runs of one implementation version."""
     version_key = ["implementation", "implementationVersion", "protocol", "case", "transport"]
-    # Rows partitioned on the version key are grouped for both aggregates below (per run, then
-    # per version), so the records are shuffled once, not once per aggregate.
-    per_run = valid.repartition(*version_key).groupBy(*version_key, "run").agg(
+    per_run = valid.groupBy(*version_key, "run").agg(
         F.max_by("grade", severity(F.col("grade"))).alias("grade"), F.min("family").alias("family")
     )
     return (
