@@ -31,7 +31,7 @@ from reports.grades import COUNT_COLUMN
 from reports.html_matrix import FindingList, ImplementationRow, MatrixPage, render
 from reports.inputs import InputSet, discover
 from reports.load_records import checkpointed, read_records
-from reports.outputs import total_order, write_json, write_table
+from reports.outputs import driver_rows, total_order, write_json, write_table
 from reports.page_model import protocol_matrices
 from reports.progress import Stages
 from reports.record_schema import load_schema
@@ -240,8 +240,8 @@ class _Report:
         catalogues = load_catalogues(self.options.requirements_dir)
         compliance = compliance_rows(cells, catalogues)
         must_coverage = coverage(cells, catalogues)
-        self._write("compliance", self.spark.createDataFrame(compliance, _COMPLIANCE_SCHEMA))
-        self._write("coverage", self.spark.createDataFrame([c.as_row() for c in must_coverage], _COVERAGE_SCHEMA))
+        self._write("compliance", driver_rows(self.spark, compliance, _COMPLIANCE_SCHEMA))
+        self._write("coverage", driver_rows(self.spark, [c.as_row() for c in must_coverage], _COVERAGE_SCHEMA))
 
         self.stages.step("summary")
         implementations = implementation_summaries(compliance)
