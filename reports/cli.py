@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 from reports.baseline import BaselineError
+from reports.class_archive import ClassArchive
 from reports.fs import LocationError, local_path
 from reports.pipeline import InputError, ReportOptions, run_report
-from reports.spark_session import build_session, java_problem, parse_conf
+from reports.spark_session import build_session, java_problem, parse_conf, stop_session
 from reports.summary_text import format_summary
 
 EXIT_OK = 0
@@ -122,10 +123,13 @@ def main(argv: list[str]) -> int:
     if args.requirements is not None:
         options.requirements_dir = args.requirements
     spark_errors = _spark_errors()
+    archive = ClassArchive()
     # the JVM's start takes seconds with nothing else to show: say so before the report's stages
     print("conformance report: starting Spark ...", file=sys.stderr, flush=True)
     try:
-        spark = build_session(args.master, args.shuffle_partitions, driver_memory=args.driver_memory, conf=conf)
+        spark = build_session(
+            args.master, args.shuffle_partitions, driver_memory=args.driver_memory, conf=conf, class_archive=archive
+        )
     except spark_errors as exc:
         print(f"conformance report: Spark did not start: {exc}", file=sys.stderr)
         return EXIT_SPARK_FAILED
@@ -139,7 +143,7 @@ def main(argv: list[str]) -> int:
         print(f"conformance report: the Spark job failed, outputs are incomplete: {exc}", file=sys.stderr)
         return EXIT_SPARK_FAILED
     finally:
-        spark.stop()
+        stop_session(spark, archive)
     print(format_summary(summary))
     if args.fail_on_regressions and summary["regressions"]["count"]:
         return EXIT_REGRESSIONS

@@ -12,6 +12,7 @@ formats go through the same checks and are reported the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pyspark import StorageLevel
@@ -19,9 +20,10 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from reports.inputs import is_parquet
-from reports.record_schema import fast_number, field_columns, record_error
+from reports.record_schema import fast_columns, fast_number, full_columns, record_error
 
 RAW_CHARS_KEPT = 300
+SOURCE_COLUMNS = ["sourceFile", "line", "runDir"]
 
 
 def local_path(uri: Column) -> Column:
@@ -100,51 +102,80 @@ def _spark_type(field_schema: dict[str, Any], root: dict[str, Any]) -> str:
     return {"integer": "bigint", "number": "double", "string": "string", "null": "void"}.get(types[0], "string")
 
 
-def read_records(spark: SparkSession, files: list[str], schema: dict[str, Any]) -> DataFrame:
-    if not files:
-        raise ValueError("no records files to read")
-    lines = numbered_lines(spark, [str(f) for f in files]).where(F.trim("value") != "")
-    staged = lines
-    for columns in field_columns(schema, "_f", "value"):
-        staged = staged.select("*", *columns)
-    typed = [
-        (
-            F.col(f"_s_{name}")
-            if kind == "string"
-            # the fast path's number is its text's: the same value the VARIANT holds
-            else F.when(F.col("_fast"), fast_number(name, kind)).otherwise(
-                F.try_variant_get(F.col("_f")[name], "$", kind)
-            )
-        ).alias(name)
-        for name, kind in (
-            (n, _spark_type(fs, schema).replace("void", "string")) for n, fs in schema["properties"].items()
-        )
-    ]
+def _typed(schema: dict[str, Any], number: Callable[[str, str], Column]) -> list[Column]:
+    """The record's fields typed per the schema: strings are the ``_s_`` texts, numbers ``number(name, kind)``."""
+    kinds = ((n, _spark_type(fs, schema).replace("void", "string")) for n, fs in schema["properties"].items())
+    return [(F.col(f"_s_{name}") if kind == "string" else number(name, kind)).alias(name) for name, kind in kinds]
+
+
+def _checked(
+    staged: DataFrame,
+    schema: dict[str, Any],
+    error: Column | None,
+    number: Callable[[str, str], Column],
+    *extra: Column,
+) -> DataFrame:
+    """The record's columns: source, ``error`` (the given one and an impossible date), typed fields, ``ts``,
+    ``extra`` and ``raw``."""
     time_text = F.col("_s_time")
     ts = F.try_to_timestamp(time_text)
     # The pattern admits strings such as month 13; format: date-time rejects them.
     bad_time = F.when(
         time_text.isNotNull() & ts.isNull(), F.format_string("field 'time' \"%s\": not a valid date-time", time_text)
     )
+    errors = bad_time if error is None else F.nullif(F.concat_ws("; ", error, bad_time), F.lit(""))
     checked = staged.select(
-        "sourceFile",
-        "line",
-        "runDir",
-        F.nullif(F.concat_ws("; ", record_error(schema, "_f", "value"), bad_time), F.lit("")).alias("error"),
-        *typed,
-        ts.alias("ts"),
-        "value",
+        *SOURCE_COLUMNS, errors.alias("error"), *_typed(schema, number), ts.alias("ts"), *extra, "value"
     )
-    # The line itself is kept only where it is reported: the frame is cached, and valid lines are most of it.
+    # The line itself is kept only where it is reported: the frame is kept, and valid lines are most of it.
     raw = F.when(F.col("error").isNotNull(), F.substring("value", 1, RAW_CHARS_KEPT)).alias("raw")
-    return checked.select(*[c for c in checked.columns if c != "value"], raw)
+    return checked.select("*", raw).drop("value")
+
+
+def _staged(frame: DataFrame, stages: list[list[Column]]) -> DataFrame:
+    for columns in stages:
+        frame = frame.select("*", *columns)
+    return frame
+
+
+def read_records(
+    spark: SparkSession,
+    files: list[str],
+    schema: dict[str, Any],
+    keep: Callable[[DataFrame], DataFrame] | None = None,
+) -> DataFrame:
+    """The records of ``files``, validated, each of its two parts behind ``keep`` (default
+    ``checkpointed``; a caller's may also note what it keeps, to release it).
+
+    Two frames, so that the code run over every line holds only the fast path: the pass over the
+    lines checks those written the usual way and keeps the text of the others, and the full
+    checks (VARIANT parses, per-field JSON types, trailing garbage) run over those rare lines in
+    a frame of their own.
+    """
+    if not files:
+        raise ValueError("no records files to read")
+    keep = keep or checkpointed
+    lines = numbered_lines(spark, [str(f) for f in files]).where(F.trim("value") != "")
+    fast = F.col("_fast")
+    # the fast path's number is its text's: the same value the VARIANT holds
+    scanned = keep(_checked(
+        _staged(lines, fast_columns(schema, "value")), schema, None, fast_number,
+        fast, F.when(~fast, F.col("value")).alias("_line"),
+    ))
+    # one partition: the lines are few, and every later query over the records scans its partitions
+    others = scanned.where(~fast).select(*SOURCE_COLUMNS, F.col("_line").alias("value")).coalesce(1)
+    slow = keep(_checked(
+        _staged(others, full_columns(schema, "_f", "value")), schema, record_error(schema, "_f", "value"),
+        lambda name, kind: F.try_variant_get(F.col("_f")[name], "$", kind),
+    ))
+    return scanned.where(fast).drop("_fast", "_line").unionByName(slow)
 
 
 def checkpointed(records: DataFrame) -> DataFrame:
-    """The records kept (memory, else disk) for the queries built on them.
+    """Records kept (memory, else disk) for the queries built on them.
 
     Embedded (local master), a lazy local checkpoint: the queries built on it plan against a
-    stand-in for its rows instead of the records' own plan, which holds the whole validation,
+    stand-in for its rows instead of the records' own plan, which holds the validation,
     thousands of expressions that every query over the records would analyse, optimise and
     match against the cache again, seconds of driver CPU each (BENCHMARKS.md, issue 17). It is
     filled by the first job that reads it and lives as long as the session (or until Spark drops

@@ -5,10 +5,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql.types import MapType
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import MapType, _parse_datatype_string
 
 from reports.fs import FileSystems, child
+
+
+def driver_rows(spark: SparkSession, rows: list[dict[str, Any]], ddl: str) -> DataFrame:
+    """Rows computed on the driver as a frame of the ``ddl`` schema (every column nullable).
+
+    One JSON literal parsed in the JVM: ``createDataFrame`` from Python rows starts Python
+    workers to re-pickle them, about a second for a table of ten rows (BENCHMARKS.md, issue 17).
+    """
+    names = _parse_datatype_string(ddl).fieldNames()
+    text = json.dumps([{name: row.get(name) for name in names} for row in rows])
+    return spark.range(1).select(F.inline(F.from_json(F.lit(text), f"array<struct<{ddl}>>")))
 
 
 def total_order(frame: DataFrame) -> list[str]:

@@ -31,7 +31,7 @@ from reports.grades import COUNT_COLUMN
 from reports.html_matrix import FindingList, ImplementationRow, MatrixPage, render
 from reports.inputs import InputSet, discover
 from reports.load_records import checkpointed, read_records
-from reports.outputs import total_order, write_json, write_table
+from reports.outputs import driver_rows, total_order, write_json, write_table
 from reports.page_model import protocol_matrices
 from reports.progress import Stages
 from reports.record_schema import load_schema
@@ -124,6 +124,13 @@ class _Cache:
         self.frames.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
         return frame
 
+    def checkpoint(self, frame: DataFrame) -> DataFrame:
+        """``checkpointed``, released with the rest (persisted on a cluster; unpersisting a local checkpoint does
+        nothing)."""
+        kept = checkpointed(frame)
+        self.frames.append(kept)
+        return kept
+
     def release(self) -> None:
         for frame in self.frames:
             frame.unpersist()
@@ -180,8 +187,7 @@ class _Report:
     def build(self) -> dict[str, Any]:
         keep = self.cache.keep
         self.stages.step(f"reading {len(self.found.records_files)} records file(s)")
-        records = checkpointed(read_records(self.spark, self.found.records_files, self.schema))
-        self.cache.frames.append(records)  # persisted on a cluster; a local checkpoint's unpersist does nothing
+        records = read_records(self.spark, self.found.records_files, self.schema, keep=self.cache.checkpoint)
         valid = records.where(F.col("error").isNull())
         # kept: listed, then written twice; a few rows, where scanning the records again would read all
         invalid = keep(records.where(F.col("error").isNotNull()).select("sourceFile", "line", "error", "raw"))
@@ -234,8 +240,8 @@ class _Report:
         catalogues = load_catalogues(self.options.requirements_dir)
         compliance = compliance_rows(cells, catalogues)
         must_coverage = coverage(cells, catalogues)
-        self._write("compliance", self.spark.createDataFrame(compliance, _COMPLIANCE_SCHEMA))
-        self._write("coverage", self.spark.createDataFrame([c.as_row() for c in must_coverage], _COVERAGE_SCHEMA))
+        self._write("compliance", driver_rows(self.spark, compliance, _COMPLIANCE_SCHEMA))
+        self._write("coverage", driver_rows(self.spark, [c.as_row() for c in must_coverage], _COVERAGE_SCHEMA))
 
         self.stages.step("summary")
         implementations = implementation_summaries(compliance)

@@ -248,39 +248,49 @@ def fast_number(name: str, kind: str) -> Column:
     return F.expr(f"try_cast(`_s_{name}` AS {kind})")
 
 
-def field_columns(schema: dict[str, Any], fields: str, raw: str) -> list[list[Column]]:
-    """Columns to add, one select per inner list, before ``record_error`` can run.
+def _texts(schema: dict[str, Any], raw: str) -> list[list[Column]]:
+    """Every field's text, from a parse of the line with string-typed fields (``_s_`` columns).
+
+    The checks read a field's text only where its JSON type is string, and there this and the
+    VARIANT parse agree. Casting each VARIANT to string instead costs several times more.
+    """
+    texts = F.from_json(F.col(raw), texts_struct(schema), JSON_OPTIONS).alias("_texts")
+    return [[texts], [F.col("_texts")[name].alias(f"_s_{name}") for name in schema["properties"]]]
+
+
+def fast_columns(schema: dict[str, Any], raw: str) -> list[list[Column]]:
+    """Columns to add, one select per inner list, for the fast path: the ``_s_`` texts and
+    ``_fast``, true for a line written the usual way (exactly the schema's fields, in schema or
+    sorted order) whose values pass every check.
+
+    One regular expression over the line proves its shape and every field's JSON type; the
+    value checks run over its string-typed parse. Nothing here parses into VARIANTs: the lines
+    this rejects (``_fast`` false) go through ``full_columns`` in a frame of their own, so the
+    full checks are not compiled into the code that reads every line.
+    """
+    (texts,), strings = _texts(schema, raw)
+    pattern, fast = fast_line_pattern(schema), fast_valid(schema)
+    shape = (F.col(raw).rlike(pattern) if pattern and fast else F.lit(False)).alias("_shape")
+    # never NULL: a line is either in the fast frame or in the other one
+    is_fast = F.expr(f"coalesce({fast}, false)" if pattern and fast else "false").alias("_fast")
+    return [[texts, shape], strings, [is_fast]]
+
+
+def full_columns(schema: dict[str, Any], fields: str, raw: str) -> list[list[Column]]:
+    """Columns to add, one select per inner list, before ``record_error`` can run: the ``_s_``
+    texts, the line parsed into VARIANTs (``fields``) and each field's JSON type and number.
 
     Each field's JSON type, text and number are computed once in their own
     projection, and whether the record is valid in the next: inlined into
     the checks they would be repeated in every branch.
-
-    Fast path: a line written the usual way (exactly the schema's fields, in
-    schema or sorted order) is checked by one regular expression over the
-    line, which proves its shape and every field's JSON type, and by the
-    value checks over its string-typed parse. Only the other lines (``_fast``
-    false) are parsed into VARIANTs (``fields``) for the full per-field
-    checks, which also name what is wrong.
     """
-    # Every field's text, from a parse of the line with string-typed fields: the checks
-    # read a field's text only where its JSON type is string, and there this and the VARIANT
-    # parse agree. Casting each VARIANT to string instead costs several times more.
-    texts = F.from_json(F.col(raw), texts_struct(schema), JSON_OPTIONS).alias("_texts")
-    pattern, fast = fast_line_pattern(schema), fast_valid(schema)
-    shape = (F.col(raw).rlike(pattern) if pattern and fast else F.lit(False)).alias("_shape")
-    strings = [F.col("_texts")[name].alias(f"_s_{name}") for name in schema["properties"]]
-    is_fast = F.expr(fast if pattern and fast else "false").alias("_fast")
-    # The VARIANT parse, only for lines the fast path did not accept.
     parsed = F.expr(
-        f"CASE WHEN `_fast` THEN NULL ELSE from_json(`{raw}`, {sql_string(fields_struct(schema))}, "
-        f"map({', '.join(f'{sql_string(k)}, {sql_string(v)}' for k, v in JSON_OPTIONS.items())})) END"
+        f"from_json(`{raw}`, {sql_string(fields_struct(schema))}, "
+        f"map({', '.join(f'{sql_string(k)}, {sql_string(v)}' for k, v in JSON_OPTIONS.items())}))"
     ).alias(fields)
     # JSON parsers stop after the first value, so '{...} junk' and two records
     # run together would pass; wrapped in brackets they are not one array element.
-    views: list[Column] = [
-        F.expr(f"CASE WHEN `_fast` THEN true ELSE coalesce(json_array_length('[' || `{raw}` || ']') = 1, false) END")
-        .alias("_single")
-    ]
+    views: list[Column] = [F.expr(f"coalesce(json_array_length('[' || `{raw}` || ']') = 1, false)").alias("_single")]
     for name, field_schema in schema["properties"].items():
         f = _Field(name, fields)
         types = _json_types(field_schema, schema)
@@ -294,8 +304,9 @@ def field_columns(schema: dict[str, Any], fields: str, raw: str) -> list[list[Co
         present = f"{f.variant} IS NOT NULL"
         rules = _all_hold(_violations(field_schema, schema, f))
         holds.append(f"({present} AND {rules})" if name in required else f"(NOT ({present}) OR {rules})")
-    valid = F.expr(f"CASE WHEN `_fast` THEN true ELSE {' AND '.join(['`_single`', *holds])} END").alias("_valid")
-    return [[texts, shape], strings, [is_fast], [parsed], views, [valid]]
+    valid = F.expr(" AND ".join(["`_single`", *holds])).alias("_valid")
+    (texts,), strings = _texts(schema, raw)
+    return [[texts, parsed], [*strings, *views], [valid]]
 
 
 def record_error(schema: dict[str, Any], fields: str, raw: str) -> Column:

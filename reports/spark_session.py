@@ -10,6 +10,8 @@ from pathlib import Path
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+from reports.class_archive import ClassArchive
+
 DEFAULT_MASTER = "local[*]"
 # Shuffle partitions when nobody chose: a few per core, and adaptive query
 # execution coalesces them to what the data needs (the report's tables are
@@ -18,6 +20,7 @@ MIN_SHUFFLE_PARTITIONS = 8
 PARTITIONS_PER_CORE = 2
 _PYTHON_CONF = "spark.pyspark.python"
 _SHUFFLE_CONF = "spark.sql.shuffle.partitions"
+_DRIVER_JAVA = "spark.driver.extraJavaOptions"
 
 
 def java_problem() -> str | None:
@@ -108,13 +111,15 @@ def build_session(
     app_name: str = "conformance-report",
     driver_memory: str | None = None,
     conf: dict[str, str] | None = None,
+    class_archive: ClassArchive | None = None,
 ) -> SparkSession:
     """A session for the report.
 
     Precedence, highest first: ``conf`` and the explicit arguments; what
     spark-submit (or spark-defaults.conf) set; the job's defaults. Without
     ``master`` the job runs on spark-submit's master, or embedded (local[*])
-    when not launched by spark-submit.
+    when not launched by spark-submit. An embedded JVM started here with the
+    job's own JVM options uses ``class_archive`` (then stop it with ``stop_session``).
     """
     explicit = dict(conf or {})
     if master:
@@ -143,6 +148,10 @@ def build_session(
         # settings (console progress) itself unless given; spark-submit's JVM
         # has started already, so there its settings stand.
         launch = {**default_settings(launch["spark.master"]), **launch}
+        if class_archive is not None and launch["spark.master"].startswith("local") and _DRIVER_JAVA not in explicit:
+            options = launch[_DRIVER_JAVA]
+            archive = class_archive.java_options(options, launch.get("spark.driver.memory"))
+            launch[_DRIVER_JAVA] = f"{options} {archive}".strip()
     SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
     spark_conf = SparkConf()  # the JVM's settings: spark-submit's, spark-defaults.conf, the launch's
     effective_master = explicit.get("spark.master") or spark_conf.get("spark.master", None) or DEFAULT_MASTER
@@ -158,3 +167,15 @@ def build_session(
         cores = session.sparkContext.defaultParallelism
         session.conf.set(_SHUFFLE_CONF, str(shuffle_partitions_for(cores, effective_master.startswith("local"))))
     return session
+
+
+def stop_session(session: SparkSession, class_archive: ClassArchive | None = None) -> None:
+    """Stop the session; in the run that writes ``class_archive``, also end its JVM so it writes the archive."""
+    session.stop()
+    if class_archive is not None and class_archive.writing is not None:
+        from pyspark import SparkContext
+
+        gateway = SparkContext._gateway
+        class_archive.finish(getattr(gateway, "proc", None))
+        # that JVM is gone: a later session starts another
+        SparkContext._gateway = SparkContext._jvm = None

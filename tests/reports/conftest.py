@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from report_fixtures import build_catalogues, build_runs, build_profiles_dir
+
+
+@pytest.fixture(scope="session", autouse=True)
+def jvm_class_archive_cache(tmp_path_factory: pytest.TempPathFactory):
+    """The report CLIs the tests start keep their JVM class archive here, not in the user's cache."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if before is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
 
 
 @pytest.fixture(scope="session")

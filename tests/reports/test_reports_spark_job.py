@@ -151,6 +151,23 @@ def test_an_empty_table_reads_back_with_its_schema(spark, tmp_path: Path) -> Non
     assert {"protocol", "case", "transport", "implementation", "grades"} <= set(flaky.columns)
 
 
+def test_rows_from_the_driver_make_the_frame_create_dataframe_makes(spark) -> None:
+    from reports.outputs import driver_rows
+
+    ddl = "name string, n int, share double, items array<string>, note string"
+    rows = [
+        {"name": 'quote " and \\ and \u00e9', "n": 3, "share": 0.1 + 0.2, "items": ["a", "b"], "note": None},
+        {"name": "b", "n": None, "share": 1.0, "items": [], "note": "x", "ignored": object()},
+    ]
+    made = driver_rows(spark, rows, ddl)
+    # Spark's own conversion of the same Python rows is the reference.
+    reference = spark.createDataFrame([{k: v for k, v in r.items() if k != "ignored"} for r in rows], ddl)
+    assert made.schema == reference.schema
+    assert made.collect() == reference.collect()
+    empty = driver_rows(spark, [], ddl)
+    assert empty.schema == reference.schema and empty.count() == 0
+
+
 # G: exit codes
 
 
