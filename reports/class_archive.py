@@ -27,6 +27,14 @@ _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 # Writing happens as the JVM exits; a run killed meanwhile leaves its part file behind.
 _STALE_PART_SECONDS = 24 * 3600
 _EXIT_WAIT_SECONDS = 120
+#: archives kept (about 190 MB each): the most recently used; another Java, Spark or heap size makes another
+KEPT_ARCHIVES = 2
+#: set to 0, off, no or false: no archive is read or written (a machine short of disk, or measuring a cold start)
+SWITCH = "CONFORMANCE_REPORT_CLASS_ARCHIVE"
+
+
+def enabled() -> bool:
+    return os.environ.get(SWITCH, "").strip().lower() not in ("0", "off", "no", "false")
 
 
 def cache_dir() -> Path:
@@ -85,9 +93,12 @@ class ClassArchive:
     def java_options(self, java_options: str, driver_memory: str | None) -> str:
         """Options to add to the JVM's: read the archive when there is one, else write one at exit;
         none when the cache folder cannot be used."""
+        if not enabled():
+            return ""
         try:
             self.archive = self.folder / f"{archive_key(java_options, driver_memory)}.jsa"
             if self.archive.is_file():
+                os.utime(self.archive)  # used now: the last to be pruned
                 return f"-XX:SharedArchiveFile={self.archive} {_QUIET}"
             self.folder.mkdir(parents=True, exist_ok=True)
             self._drop_stale_parts()
@@ -96,6 +107,13 @@ class ClassArchive:
             self.archive = self.writing = None
             return ""
         return f"-XX:ArchiveClassesAtExit={self.writing} {_QUIET}"
+
+    def _prune(self) -> None:
+        """Keep the KEPT_ARCHIVES archives used last: one per Java, Spark and option set ever used would only grow."""
+        archives = sorted(self.folder.glob("*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in archives[KEPT_ARCHIVES:]:
+            if old != self.archive:
+                old.unlink(missing_ok=True)
 
     def _drop_stale_parts(self) -> None:
         for part in self.folder.glob("*.part"):
@@ -115,6 +133,7 @@ class ClassArchive:
                 jvm.wait(timeout=_EXIT_WAIT_SECONDS)
             if self.writing.is_file() and self.writing.stat().st_size > 0 and jvm is not None and jvm.returncode == 0:
                 os.replace(self.writing, self.archive)  # atomic: a run starting now maps a whole file or none
+                self._prune()
         except (OSError, TimeoutExpired):
             pass
         finally:

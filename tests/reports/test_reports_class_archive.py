@@ -64,3 +64,23 @@ def test_an_unusable_cache_folder_means_no_options(tmp_path: Path) -> None:
     archive = ClassArchive(blocker / "cache")
     assert archive.java_options(OPTIONS, None) == ""
     archive.finish(None)
+
+
+def test_the_switch_turns_the_archive_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONFORMANCE_REPORT_CLASS_ARCHIVE", "off")
+    archive = ClassArchive(tmp_path / "cache")
+    assert archive.java_options(OPTIONS, None) == ""
+    assert not (tmp_path / "cache").exists()
+
+
+def test_only_the_archives_used_last_are_kept(tmp_path: Path) -> None:
+    import os
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    for age, name in enumerate(["newer.jsa", "older.jsa", "oldest.jsa"], start=1):
+        (folder / name).write_bytes(b"old archive")
+        os.utime(folder / name, (1_000_000 - age, 1_000_000 - age))
+    archive = ClassArchive(folder)
+    part = _written(archive.java_options(OPTIONS, None))
+    archive.finish(_jvm_writing(part))
+    assert sorted(p.name for p in folder.iterdir()) == sorted([f"{archive_key(OPTIONS, None)}.jsa", "newer.jsa"])
