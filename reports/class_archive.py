@@ -37,9 +37,11 @@ def enabled() -> bool:
     return os.environ.get(SWITCH, "").strip().lower() not in ("0", "off", "no", "false")
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "conformance-report" / "jvm-classes"
+def cache_dir() -> Path | None:
+    """The per-user cache folder, or None where there is no home to put it in (a container's unknown
+    user: Path.home() raises on 3.12+, and 3.11 leaves "~" as a relative path)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "conformance-report" / "jvm-classes" if os.path.isabs(base) else None
 
 
 def _java_home() -> Path | None:
@@ -86,14 +88,14 @@ class ClassArchive:
     archive, puts it in place once the JVM has exited (``finish``)."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder or cache_dir()
+        self.folder = folder or cache_dir()  # None: no archive
         self.writing: Path | None = None
         self.archive: Path | None = None
 
     def java_options(self, java_options: str, driver_memory: str | None) -> str:
         """Options to add to the JVM's: read the archive when there is one, else write one at exit;
         none when the cache folder cannot be used."""
-        if not enabled():
+        if not enabled() or self.folder is None:
             return ""
         try:
             self.archive = self.folder / f"{archive_key(java_options, driver_memory)}.jsa"

@@ -84,3 +84,13 @@ def test_only_the_archives_used_last_are_kept(tmp_path: Path) -> None:
     part = _written(archive.java_options(OPTIONS, None))
     archive.finish(_jvm_writing(part))
     assert sorted(p.name for p in folder.iterdir()) == sorted([f"{archive_key(OPTIONS, None)}.jsa", "newer.jsa"])
+
+
+def test_no_home_means_no_archive_and_no_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a container run as a user the image does not know: no HOME, no passwd entry
+    from reports import class_archive
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(class_archive.os.path, "expanduser", lambda path: path)  # what 3.11 does then
+    archive = ClassArchive()
+    assert archive.folder is None and archive.java_options(OPTIONS, None) == ""
+    archive.finish(None)
