@@ -1,6 +1,6 @@
 """Paired end-to-end runs of the report CLI from two checkouts on the same inputs (a script, not a test).
 
-    .venv/bin/python benchmarks/bench_reports_pair.py --trees /work/main . --input out/runs1m [--pairs 2]
+    .venv/bin/python benchmarks/bench_reports_pair.py --trees ../other-checkout . --input out/runs1m [--pairs 2]
         [--baseline out/runs1m/r00-050] [--conf K=V ...]
 
 Runs ``python -m reports.cli --master local[2] --driver-memory 4g`` from each
