@@ -43,14 +43,17 @@ def _command(body: bytes) -> bytes:
     return bytes([0x04, len(body)]) + body  # RFC 23: COMMAND flag, short size
 
 
+# RFC 23: NULL's READY command with the Socket-Type property
+READY = _command(b"\x05READY" + b"\x0bSocket-Type" + b"\x00\x00\x00\x06DEALER")
+
+
 def test_zmtp_pings_keep_the_client_present(tmp_path, capsys):
     # profile: "Any traffic from the client counts" (as present); a client with TTL 100 ms that
     # only PINGs (RFC 37: %x04 "PING", a 2-octet TTL, a context) every 50 ms for 0.6 s was never
     # quiet past twice its TTL, so no NOOP was owed; without the PINGs it was (mc0-noop-timing)
     connect = [b"", b"CONNECT", b"ID", b"1", b"VERSION", b"0.3", b"TTL", b"100"]
     ok = [b"", b"OK", b"ID", b"1"]
-    ready = _command(b"\x05READY" + b"\x0bSocket-Type" + b"\x00\x00\x00\x06DEALER")
-    head = [("client", _greeting(False) + ready), ("server", _greeting(True) + ready),
+    head = [("client", _greeting(False) + READY), ("server", _greeting(True) + READY),
             ("client", _message(connect)), ("server", _message(ok))]
     pings = [("client", _command(b"\x04PING" + b"\x00\x00" + b"p"))] * 12
 
@@ -75,10 +78,9 @@ def test_zmtp_pings_keep_the_client_present(tmp_path, capsys):
 def _delivery_findings(tmp_path, capsys, deliveries: list[list[bytes]]) -> list[str]:
     """A NULL connection that subscribes to t and PUTs body "tick" with X-From: a; the broker's
     MESSAGEs for t are ``deliveries``; the FAILED lines of check-trace (NULL's mc0-curve aside)."""
-    ready = _command(b"\x05READY" + b"\x0bSocket-Type" + b"\x00\x00\x00\x06DEALER")
     sub = [b"", b"SUB", b"ID", b"s", b"", b"t"]  # headers, the empty separator, positionals
     put = [b"", b"PUT", b"TOPIC", b"t", b"X-From", b"a", b"", b"tick"]
-    moves = [("client", _greeting(False) + ready), ("server", _greeting(True) + ready),
+    moves = [("client", _greeting(False) + READY), ("server", _greeting(True) + READY),
              ("client", _message(sub)), ("server", _message([b"", b"OK", b"ID", b"s"])),
              ("client", _message(put))] + [("server", _message(d)) for d in deliveries]
     pcap = write_pcap(tmp_path / "x.pcap", conversation(CLIENT, SERVER, moves))
