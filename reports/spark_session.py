@@ -70,6 +70,10 @@ def default_settings(master: str) -> dict[str, str]:
         # each time a frame over them is planned; one records file per run
         # crosses that quickly, and listing them from the driver takes milliseconds.
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+        # Exact percentiles (the durations table) aggregate in a hash map of one buffer per case
+        # and implementation; past 128 keys in a task Spark's default sorts every record instead.
+        # The buffers hold the task's own values, so memory follows the task's input either way.
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "16384",
     }
     # Validation compiles into methods over the JVM's 8 KB JIT limit; without
     # this flag HotSpot leaves them interpreted, several times slower. The
