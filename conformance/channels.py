@@ -38,6 +38,7 @@ class Channel(Protocol):
 
     async def send(self, data: bytes | str) -> None: ...
     async def recv(self, timeout: float) -> bytes | str | None: ...
+    async def arrived(self) -> bool: ...
     async def close(self) -> None: ...
 
 
@@ -93,6 +94,10 @@ class TcpChannel:
         except (OSError, TimeoutError) as exc:
             self._log.note(f"send failed: {exc!r}")
             self.closed = True
+
+    async def arrived(self) -> bool:
+        """Bytes or the peer's close are here, not yet handed over by recv (no wait)."""
+        return bool(self._kept or self._reader._buffer or self._reader.at_eof() or self._reader.exception())
 
     async def recv(self, timeout: float) -> bytes | None:
         if self._kept:
@@ -240,6 +245,25 @@ class WsChannel:
         except (ConnectionClosed, OSError, TimeoutError) as exc:
             self._log.note(f"send failed: {exc!r}")
             self.closed = True
+
+    async def arrived(self) -> bool:
+        """A message or the peer's close is here, not yet handed over by recv (no wait); a message
+        taken to see is kept for the next recv."""
+        if self._kept:
+            return True
+        if self.closed:
+            return False
+        try:
+            async with asyncio.timeout(0):  # only what has arrived: a recv that would wait is cancelled
+                data = await self._ws.recv()
+        except TimeoutError:
+            return False
+        except ConnectionClosed:
+            return True  # the next recv sees the close
+        if self._tap:
+            self._tap.received(data)
+        self._kept.append(data)
+        return True
 
     async def recv(self, timeout: float) -> bytes | str | None:
         if self._kept:

@@ -47,6 +47,11 @@ class CaseResult:
     notes: list[str] = field(default_factory=list)
 
 
+class _CaseOver(Exception):
+    """Ends the exchange early with the grade it has: an optional ``accept`` that got no connection
+    (what the steps after it check can only happen on one)."""
+
+
 class _Verdict(Exception):
     """Ends the exchange with a grade.
 
@@ -62,6 +67,8 @@ class _Verdict(Exception):
 
 
 _SUMMARY_VALUE = 120  # characters of one field shown in a sent frame's summary
+# A wait the suite noticed ending this much later than its deadline: its loop stalled meanwhile.
+LATE_DEADLINE_MS = 100
 _CREDENTIAL_KEYS = ("password", "secret", "token")
 
 
@@ -113,6 +120,20 @@ class _FrameStream:
         if self.popped % _YIELD_EVERY == 0:
             await asyncio.sleep(0)  # a flood of buffered frames must not starve the case deadline
         return self.frames.popleft()
+
+    async def late_arrival(self, deadline: float, what: str) -> "_Verdict | None":
+        """After a Deadline: an ERROR verdict when the suite noticed the deadline late (its event
+        loop stalled: a busy machine) and the target's bytes or close were there by then. They may
+        have come in time, so neither a pass nor a failure can be told."""
+        late_ms = (time.monotonic() - deadline) * 1000
+        if late_ms < LATE_DEADLINE_MS or self.frames or self.closed:
+            return None
+        await asyncio.sleep(0)  # one more turn of the loop takes in what arrived during the stall
+        if not await self.channel.arrived():
+            return None
+        return _Verdict(Grade.ERROR, f"the suite fell behind: it noticed the end of its wait for {what} "
+                                     f"{late_ms:.0f} ms late (a busy machine?), and by then the target had sent "
+                                     "more, which may have come in time")
 
 
 class CaseRunner:
@@ -231,6 +252,8 @@ class CaseRunner:
         try:
             deadline_ms = self._wait_ms(self.case.timeout_ms)  # may follow the target's timers
             await asyncio.wait_for(self._steps(self.case.steps, {}, 0), deadline_ms / 1000)
+        except _CaseOver:
+            pass
         except _Verdict as verdict:
             exchange, message = verdict.grade, verdict.message
             self.violation = verdict.grade in (Grade.FAILED, Grade.NON_STRICT) and not verdict.departure
@@ -336,6 +359,10 @@ class CaseRunner:
         try:
             channel = await server.accept(within / 1000)
         except ChannelError as exc:
+            if spec.get("optional"):
+                self.log.note(f"channel {name}: no connection within {within} ms; the steps after it need one, "
+                              "so the case ends here")
+                raise _CaseOver() from None
             raise _Verdict(grade_for_violation(spec.get("level", self.case.requirement)),
                            f"channel {name}: {exc}", departure=True) from None
         self.log.note(f"channel {name}: accepted the client's next connection")
@@ -474,8 +501,9 @@ class CaseRunner:
             try:
                 frame = await self.stream.next(deadline)
             except Deadline:
-                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {wanted()}; nothing arrived",
-                               departure=True) from None
+                raise (await self.stream.late_arrival(deadline, wanted()) or _Verdict(
+                    grade_for_violation(level), f"waited {within} ms for {wanted()}; nothing arrived",
+                    departure=True)) from None
             if frame is None:
                 if closed_ok:
                     self.observed.append("closed")
@@ -523,8 +551,9 @@ class CaseRunner:
             try:
                 frame = await self.stream.next(deadline)
             except Deadline:
-                raise _Verdict(grade_for_violation(level), f"waited {within} ms for {missing()}; nothing more arrived",
-                               departure=True) from None
+                raise (await self.stream.late_arrival(deadline, missing()) or _Verdict(
+                    grade_for_violation(level), f"waited {within} ms for {missing()}; nothing more arrived",
+                    departure=True)) from None
             if frame is None:
                 raise _Verdict(grade_for_violation(level),
                                f"the target closed the connection while the suite waited for {missing()}", departure=True)
@@ -548,6 +577,9 @@ class CaseRunner:
             try:
                 frame = await self.stream.next(deadline)
             except Deadline:
+                late = await self.stream.late_arrival(deadline, "the close")
+                if late is not None:
+                    raise late from None
                 self._grade_close(level, f"the connection was still open {within} ms later")
                 return
             if frame is None:

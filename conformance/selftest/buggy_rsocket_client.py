@@ -11,7 +11,7 @@ from dataclasses import replace
 from unittest import mock
 
 from reference_impl.rsocket import client as rsocket_client
-from reference_impl.rsocket.codec import CONNECTION_ERROR, Ext, Keepalive, MetadataPush, RequestN, Setup
+from reference_impl.rsocket.codec import CONNECTION_ERROR, Ext, Keepalive, MetadataPush, RequestN, ResumeOk, Setup
 from reference_impl.rsocket.connection import SETUP_ERRORS, Connection, FrameIgnored, Kind
 
 _setup = Connection.setup
@@ -121,6 +121,15 @@ def _resume_from_zero(self, now):
     _start_resume(self, now)
 
 
+def _resumes_after_rejection(self, frame, events):
+    """An answer to its RESUME other than RESUME_OK is taken as a lost transport: the refusal is
+    dropped, and the close that follows makes it resume again."""
+    if isinstance(frame, ResumeOk):
+        self._receive_resume_ok(frame, events)
+    else:
+        events.append(FrameIgnored("before-resume-ok", frame.stream_id))
+
+
 def _metadata_push_on_stream(self, metadata):
     self._send(MetadataPush(metadata, stream_id=1))
 
@@ -143,6 +152,8 @@ BUGS = {
     "metadata-push-on-stream": lambda: mock.patch.object(Connection, "metadata_push", _metadata_push_on_stream),
     "waits-for-complete": _waits_for_complete,
     "resume-position-zero": lambda: mock.patch.object(Connection, "start_resume", _resume_from_zero),
+    "resumes-after-rejection": lambda: mock.patch.object(Connection, "_receive_while_resuming",
+                                                         _resumes_after_rejection),
 }
 
 

@@ -58,6 +58,7 @@ CLIENT_BUG_TO_CASE = {
     "stream-error-ignored": "rsocket/error-disconnect/client-stream-error",
     "waits-for-complete": "rsocket/request/client-response-without-complete",
     "resume-position-zero": "rsocket/handshake/client-resume",
+    "resumes-after-rejection": "rsocket/handshake/client-resume-rejected",
 }
 
 

@@ -143,6 +143,10 @@ UNSEEN = {
         "waits-for-complete": "the client treats a response without C as complete or not internally: it sends "
                               "nothing either way",
         "no-request-n": "a requester may request no more: only the testcase knows it wanted all five",
+        "resumes-after-rejection": "a RESUME after ERROR[REJECTED_RESUME] breaks the rule only if the client had "
+                                   "read the refusal: its arrival at the client's host is not its application "
+                                   "reading it, and a client that gave up waiting on its RESUME and reconnected "
+                                   "just then sends the same bytes (TCP ACKs prove nothing about the application)",
     },
 }
 PROTOCOLS = sorted(EXACT)

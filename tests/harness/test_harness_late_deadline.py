@@ -1,0 +1,84 @@
+"""A wait the suite notices ending late (its own event loop stalled: a busy machine) while the
+target's answer is already there is no verdict on the target: ERROR, never FAILED. The answer may
+have come in time. Without a stall, or when nothing arrived even by then, the verdict stands."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+
+import pytest
+
+from suite_helpers import Grade, all_cases, run_case
+
+from conformance.protocols import adapter_for
+from conformance.scenario.runner import CaseRunner
+
+CASE = "rsocket/request/response-with-metadata"  # REQUEST_RESPONSE, then expect its PAYLOAD
+WINDOW = {"expect_ms": 300}
+
+
+class _ServerThread:
+    """The reference server on a loop of its own: it answers while the suite's loop is stalled."""
+
+    def __init__(self, transport: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        adapter = adapter_for("rsocket")
+        start = adapter.start_reference(transport, {**adapter.params, **adapter.ref_params})
+        self.server = asyncio.run_coroutine_threadsafe(start, self.loop).result(10)
+        self.url = self.server.url
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+async def _grade(transport: str, stall_s: float | None, answer: bool = True):
+    server = _ServerThread(transport)
+    send = CaseRunner._send
+
+    async def stalling_send(self, spec):
+        if spec.get("type") != "REQUEST_RESPONSE" or stall_s is None:
+            return await send(self, spec)
+        # the server answers about 100 ms after the request; the suite's loop is stalled from 20 ms
+        # to 20 ms + stall_s, so the expect's 300 ms run out while the answer waits unread
+        server.loop.call_soon_threadsafe(time.sleep, 0.1)
+        time.sleep(0.01)  # the server's loop is asleep before the request reaches it
+        await send(self, spec)
+        asyncio.get_running_loop().call_later(0.02, time.sleep, stall_s)
+
+    case = all_cases("rsocket")[CASE]
+    if not answer:  # a request the reference never answers: nothing arrives, stall or not
+        steps = [dict(s) for s in case.steps]
+        steps[1] = {"send": {**steps[1]["send"], "data": "never"}}
+        case = dataclasses.replace(case, steps=steps)
+    try:
+        CaseRunner._send = stalling_send
+        return await run_case(case, server.url, transport=transport, params=WINDOW)
+    finally:
+        CaseRunner._send = send
+        server.close()
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ws"])
+def test_an_answer_there_when_a_stalled_suite_looks_is_error_not_failed(transport: str) -> None:
+    result = asyncio.run(_grade(transport, stall_s=0.6))
+    assert result.grade is Grade.ERROR, (result.grade, result.message)
+    assert "fell behind" in result.message and "ms late" in result.message, result.message
+
+
+def test_without_a_stall_the_case_passes() -> None:
+    result = asyncio.run(_grade("tcp", stall_s=None))
+    assert result.grade is Grade.PASSED, (result.grade, result.message)
+
+
+def test_nothing_arrived_even_by_then_is_still_failed() -> None:
+    result = asyncio.run(_grade("tcp", stall_s=0.6, answer=False))
+    assert result.grade is Grade.FAILED, (result.grade, result.message)
+    assert "nothing arrived" in result.message, result.message
