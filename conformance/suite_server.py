@@ -47,6 +47,14 @@ class SuiteServer:
         except asyncio.TimeoutError:
             raise ChannelError(f"the client did not connect to {self.url} within {timeout}s") from None
 
+    async def arrived(self, grace: float):
+        """A connection that came while the suite was not looking (its loop stalled), or None:
+        ``grace`` lets the loop finish taking in what is already there, it is no new wait."""
+        try:
+            return await asyncio.wait_for(self._accepted.get(), grace)
+        except asyncio.TimeoutError:
+            return None
+
     async def close(self) -> None:
         self._done.set()
         self._server.close()

@@ -82,3 +82,57 @@ def test_nothing_arrived_even_by_then_is_still_failed() -> None:
     result = asyncio.run(_grade("tcp", stall_s=0.6, answer=False))
     assert result.grade is Grade.FAILED, (result.grade, result.message)
     assert "nothing arrived" in result.message, result.message
+
+
+# -- client role: the suite's listener and the client's exit ------------------------------------
+
+def _threaded(launch):
+    """The client on a loop of its own thread: it goes on while the suite's loop is stalled."""
+    async def run(testcase: str, url: str) -> int:
+        return await asyncio.to_thread(lambda: asyncio.run(launch(testcase, url)))
+    return run
+
+
+def _client_case(case_id: str, launch, stall_before, stall_s: float, params: dict):
+    """``case_id`` against ``launch``, the suite's loop stalled for ``stall_s`` as the step
+    ``stall_before(step)`` picks begins."""
+    adapter = adapter_for("rsocket")
+    steps = CaseRunner._steps
+
+    async def stalling_steps(self, steps_, names, depth):
+        for step in steps_:
+            if stall_before(step):
+                asyncio.get_running_loop().call_soon(time.sleep, stall_s)
+            await steps(self, [step], names, depth)
+
+    case = all_cases("rsocket")[case_id]
+    try:
+        CaseRunner._steps = stalling_steps
+        runner = CaseRunner(case, adapter, "tcp", {**adapter.params, **adapter.ref_params, **params})
+        return asyncio.run(runner.against_client(launch))
+    finally:
+        CaseRunner._steps = steps
+
+
+def test_a_reconnect_that_came_while_the_suite_stalled_is_still_checked() -> None:
+    from conformance.selftest.buggy_rsocket_client import buggy_client
+
+    # the optional accept's 300 ms run out during a 1 s stall; the client's RESUME is there by then
+    result = _client_case("rsocket/handshake/client-resume-rejected", _threaded(buggy_client("resumes-after-rejection")),
+                          lambda step: step.get("accept", {}).get("channel") == "again", 1.0, {"reply_ms": 300})
+    assert result.grade is Grade.FAILED, (result.grade, result.message)
+    assert "RESUME" in result.message, result.message
+
+
+def test_a_client_exit_that_came_while_the_suite_stalled_is_error_not_failed() -> None:
+    from reference_impl.rsocket.client import run_client_testcase
+
+    async def exits_100_ms_after(testcase: str, url: str) -> int:
+        code = await run_client_testcase(url, testcase)
+        await asyncio.sleep(0.1)  # so it ends during the stall, inside the 300 ms window
+        return code
+
+    result = _client_case("rsocket/request/client-response-without-complete", _threaded(exits_100_ms_after),
+                          lambda step: "expect_exit" in step, 1.0, {"reply_ms": 300})
+    assert result.grade is Grade.ERROR, (result.grade, result.message)
+    assert "fell behind" in result.message and "exit" in result.message, result.message
