@@ -253,17 +253,8 @@ class WsChannel:
             return True
         if self.closed:
             return False
-        try:
-            async with asyncio.timeout(0):  # only what has arrived: a recv that would wait is cancelled
-                data = await self._ws.recv()
-        except TimeoutError:
-            return False
-        except ConnectionClosed:
-            return True  # the next recv sees the close
-        if self._tap:
-            self._tap.received(data)
-        self._kept.append(data)
-        return True
+        closing = await self._take_queued(self._tap, budget=1)  # the next recv sees the close
+        return closing or bool(self._kept)
 
     async def recv(self, timeout: float) -> bytes | str | None:
         if self._kept:
@@ -314,20 +305,24 @@ class WsChannel:
                 tap.ended(by_suite=False)
             self._tap = None
 
-    async def _take_queued(self, tap: capture.Tap) -> None:
-        """The messages websockets has received and not handed over, into the capture (the closing
-        handshake itself waits for the peer, up to 3 s); a recv after the close still gets them,
-        then the close, as it would without --pcap."""
-        budget = capture.DRAIN_BYTES
+    async def _take_queued(self, tap: capture.Tap | None, budget: int = capture.DRAIN_BYTES) -> bool:
+        """The messages websockets has received and not handed over, up to ``budget`` bytes, kept
+        for the next recv and put into the capture (the closing handshake itself waits for the peer,
+        up to 3 s); a recv after the close still gets them, then the close, as it would without
+        --pcap. True when the peer's close is there behind them."""
         while budget > 0:
             try:
                 async with asyncio.timeout(0):  # only what has arrived: a recv that would wait is cancelled
                     data = await self._ws.recv()
-            except (TimeoutError, ConnectionClosed):
-                return
-            tap.received(data)
+            except TimeoutError:
+                return False
+            except ConnectionClosed:
+                return True
+            if tap:
+                tap.received(data)
             self._kept.append(data)
             budget -= len(data)
+        return False
 
 
 def _hand_over(kept: list, log: WireLog):

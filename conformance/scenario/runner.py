@@ -107,21 +107,26 @@ class _FrameStream:
                 if data is None:
                     self.closed = True
                     continue
-                frames = self.reader.feed(data)
-                if self.log is not None:
-                    for frame in frames:
-                        self.log.decoded(RECEIVED, frame.__str__)  # made only if the log keeps it
-                self.frames.extend(frames)
+                await self._take_in(data)
             except CodecError as exc:
                 raise _Verdict(Grade.FAILED, f"the target sent bytes that are not valid: {exc}") from None
-            # a session reader (ZMTP) answers by itself: handshake commands, PONGs
-            reply = self.reader.outgoing() if hasattr(self.reader, "outgoing") else b""
-            if reply:
-                await self.channel.send(reply)
         self.popped += 1
         if self.popped % _YIELD_EVERY == 0:
             await asyncio.sleep(0)  # a flood of buffered frames must not starve the case deadline
         return self.frames.popleft()
+
+    async def _take_in(self, data: bytes | str) -> list[Frame]:
+        """``data``'s frames, queued and logged. Raises CodecError."""
+        frames = self.reader.feed(data)
+        if self.log is not None:
+            for frame in frames:
+                self.log.decoded(RECEIVED, frame.__str__)  # made only if the log keeps it
+        self.frames.extend(frames)
+        # a session reader (ZMTP) answers by itself: handshake commands, PONGs
+        reply = self.reader.outgoing() if hasattr(self.reader, "outgoing") else b""
+        if reply:
+            await self.channel.send(reply)
+        return frames
 
     async def late_arrival(self, deadline: float, what: str,
                            could_answer: Callable[[Frame | None], bool]) -> "_Verdict | None":
@@ -138,22 +143,19 @@ class _FrameStream:
             return None
         try:
             data = await self.channel.recv(LATE_READ_S)  # there already: no wait
-            frames = self.reader.feed(data) if data is not None else []
+            frames = await self._take_in(data) if data is not None else []
         except (Deadline, CodecError):
             return None  # not an answer: the verdict stands (the next read reports bad bytes)
-        if self.log is not None:
-            for frame in frames:
-                self.log.decoded(RECEIVED, frame.__str__)
-        self.frames.extend(frames)
         self.closed = self.closed or data is None
-        reply = self.reader.outgoing() if hasattr(self.reader, "outgoing") else b""
-        if reply:  # as next() does: a session reader's own answers (ZMTP: PONGs) still go out
-            await self.channel.send(reply)
         if not any(map(could_answer, [*frames, *([None] if data is None else [])])):
             return None
-        return _Verdict(Grade.ERROR, f"the suite fell behind: it noticed the end of its wait for {what} "
-                                     f"{late_ms:.0f} ms late (a busy machine?), and by then the target had sent "
-                                     "what may have answered it in time")
+        return _fell_behind(what, late_ms, "the target had sent what may have answered it in time")
+
+
+def _fell_behind(what: str, late_ms: float, there: str) -> _Verdict:
+    """No verdict on the target: the suite noticed the end of its wait late, with ``there`` by then."""
+    return _Verdict(Grade.ERROR, f"the suite fell behind: it noticed the end of its wait for {what} "
+                                 f"{late_ms:.0f} ms late (a busy machine?), and by then {there}")
 
 
 class CaseRunner:
@@ -377,6 +379,7 @@ class CaseRunner:
             raise ValueError_(f"channel {name!r} is already open")
         within = self._wait_ms(spec.get("within_ms", "expect_ms"))
         deadline = time.monotonic() + within / 1000
+        how = "accepted the client's next connection"
         try:
             channel = await server.accept(within / 1000)
         except ChannelError as exc:
@@ -389,17 +392,13 @@ class CaseRunner:
             if channel is None:
                 raise _Verdict(grade_for_violation(spec.get("level", self.case.requirement)),
                                f"channel {name}: {exc}", departure=True) from None
-            self._extra.append(channel)  # closed with the case either way
             if not spec.get("optional"):
-                raise _Verdict(Grade.ERROR, f"the suite fell behind: it noticed the end of its wait for the client's "
-                                            f"connection {late_ms:.0f} ms late (a busy machine?), and by then the "
-                                            "client had connected, which may have been in time") from None
+                self._extra.append(channel)  # closed with the case
+                raise _fell_behind("the client's connection", late_ms,
+                                   "the client had connected, which may have been in time") from None
             # optional: the client chose to connect; what the steps after check holds whenever it came
-            self.log.note(f"channel {name}: the client's connection was there when the suite looked, "
-                          f"{late_ms:.0f} ms late")
-            self.stream = self.streams[name] = self._new_stream(channel)
-            return
-        self.log.note(f"channel {name}: accepted the client's next connection")
+            how = f"the client's connection was there when the suite looked, {late_ms:.0f} ms late"
+        self.log.note(f"channel {name}: {how}")
         self._extra.append(channel)
         self.stream = self.streams[name] = self._new_stream(channel)
 
@@ -698,10 +697,9 @@ class CaseRunner:
             late_ms = (time.monotonic() - since) * 1000 - within
             if late_ms >= LATE_DEADLINE_MS:  # the client's end, if it came during a stall, is taken in
                 await asyncio.wait({self.client}, timeout=LATE_GRACE_S)
-            if late_ms >= LATE_DEADLINE_MS and self.client.done():
-                raise _Verdict(Grade.ERROR, f"the suite fell behind: it noticed the end of its wait for the client's "
-                                            f"exit {late_ms:.0f} ms late (a busy machine?), and by then the client "
-                                            "had exited, which may have been in time") from None
+                if self.client.done():
+                    raise _fell_behind("the client's exit", late_ms,
+                                       "the client had exited, which may have been in time") from None
             raise _Verdict(grade_for_violation(level), f"the client did not exit within {within} ms") from None
         except Exception:  # a crashed launcher: the client outcome reports it as ERROR
             return
