@@ -11,7 +11,7 @@ from dataclasses import replace
 from unittest import mock
 
 from reference_impl.rsocket import client as rsocket_client
-from reference_impl.rsocket.codec import CONNECTION_ERROR, Ext, Keepalive, MetadataPush, RequestN, ResumeOk, Setup
+from reference_impl.rsocket.codec import CONNECTION_ERROR, Error, Ext, Keepalive, MetadataPush, RequestN, Setup
 from reference_impl.rsocket.connection import SETUP_ERRORS, Connection, FrameIgnored, Kind
 
 _setup = Connection.setup
@@ -22,6 +22,7 @@ _receive_payload = Connection._receive_payload
 _deliver_payload = Connection._deliver_payload
 _request_response = rsocket_client.RSocketClient.request_response
 _start_resume = Connection.start_resume
+_receive_while_resuming = Connection._receive_while_resuming
 
 
 def _setup_version_2(self, *args, **kwargs):
@@ -122,12 +123,11 @@ def _resume_from_zero(self, now):
 
 
 def _resumes_after_rejection(self, frame, events):
-    """An answer to its RESUME other than RESUME_OK is taken as a lost transport: the refusal is
-    dropped, and the close that follows makes it resume again."""
-    if isinstance(frame, ResumeOk):
-        self._receive_resume_ok(frame, events)
-    else:
+    """The refusal of its RESUME is dropped, so the close that follows makes it resume again."""
+    if isinstance(frame, Error) and frame.stream_id == 0:
         events.append(FrameIgnored("before-resume-ok", frame.stream_id))
+    else:
+        _receive_while_resuming(self, frame, events)
 
 
 def _metadata_push_on_stream(self, metadata):
