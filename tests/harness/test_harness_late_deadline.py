@@ -6,41 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import threading
 import time
 
 import pytest
 
-from suite_helpers import Grade, all_cases, run_case
+from suite_helpers import Grade, all_cases, run_case, run_client_case
 
 from conformance.protocols import adapter_for
 from conformance.scenario.runner import CaseRunner
+from conformance.targets import LoopThread
 
 CASE = "rsocket/request/response-with-metadata"  # REQUEST_RESPONSE, then expect its PAYLOAD
 WINDOW = {"expect_ms": 300}
 
 
-class _ServerThread:
-    """The reference server on a loop of its own: it answers while the suite's loop is stalled."""
-
-    def __init__(self, transport: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        adapter = adapter_for("rsocket")
-        start = adapter.start_reference(transport, {**adapter.params, **adapter.ref_params})
-        self.server = asyncio.run_coroutine_threadsafe(start, self.loop).result(10)
-        self.url = self.server.url
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
-
-
 async def _grade(transport: str, stall_s: float | None, answer: bool = True):
-    server = _ServerThread(transport)
+    # the reference server on a loop of its own: it answers while the suite's loop is stalled
+    adapter = adapter_for("rsocket")
+    server_loop = LoopThread("late-deadline-ref")
+    server = server_loop.run(adapter.start_reference(transport, {**adapter.params, **adapter.ref_params}), 10)
     send = CaseRunner._send
 
     async def stalling_send(self, spec):
@@ -48,7 +32,7 @@ async def _grade(transport: str, stall_s: float | None, answer: bool = True):
             return await send(self, spec)
         # the server answers about 100 ms after the request; the suite's loop is stalled from 20 ms
         # to 20 ms + stall_s, so the expect's 300 ms run out while the answer waits unread
-        server.loop.call_soon_threadsafe(time.sleep, 0.1)
+        server_loop.loop.call_soon_threadsafe(time.sleep, 0.1)
         time.sleep(0.01)  # the server's loop is asleep before the request reaches it
         await send(self, spec)
         asyncio.get_running_loop().call_later(0.02, time.sleep, stall_s)
@@ -63,7 +47,8 @@ async def _grade(transport: str, stall_s: float | None, answer: bool = True):
         return await run_case(case, server.url, transport=transport, params=WINDOW)
     finally:
         CaseRunner._send = send
-        server.close()
+        server_loop.run(server.close(), 10)
+        server_loop.stop()
 
 
 @pytest.mark.parametrize("transport", ["tcp", "ws"])
@@ -96,7 +81,6 @@ def _threaded(launch):
 def _client_case(case_id: str, launch, stall_before, stall_s: float, params: dict):
     """``case_id`` against ``launch``, the suite's loop stalled for ``stall_s`` as the step
     ``stall_before(step)`` picks begins."""
-    adapter = adapter_for("rsocket")
     steps = CaseRunner._steps
 
     async def stalling_steps(self, steps_, names, depth):
@@ -105,11 +89,9 @@ def _client_case(case_id: str, launch, stall_before, stall_s: float, params: dic
                 asyncio.get_running_loop().call_soon(time.sleep, stall_s)
             await steps(self, [step], names, depth)
 
-    case = all_cases("rsocket")[case_id]
     try:
         CaseRunner._steps = stalling_steps
-        runner = CaseRunner(case, adapter, "tcp", {**adapter.params, **adapter.ref_params, **params})
-        return asyncio.run(runner.against_client(launch))
+        return run_client_case(all_cases("rsocket")[case_id], launch, params)
     finally:
         CaseRunner._steps = steps
 

@@ -5,22 +5,16 @@ ERROR[REJECTED_RESUME] frame, the client MUST NOT attempt resumption again.").""
 
 from __future__ import annotations
 
-import asyncio
-
 from conformance.grading import Grade
-from conformance.protocols import adapter_for
-from conformance.scenario.runner import CaseRunner
 from conformance.selftest.buggy_rsocket_client import buggy_client
 from reference_impl.rsocket.client import run_client_testcase
-from tests.harness.suite_helpers import all_cases
+from tests.harness.suite_helpers import all_cases, run_client_case
 
 CASE = "rsocket/handshake/client-resume-rejected"
 
 
 def _run(launch):
-    case = all_cases("rsocket")[CASE]
-    adapter = adapter_for("rsocket")
-    return asyncio.run(CaseRunner(case, adapter, "tcp", {**adapter.params, **adapter.ref_params}).against_client(launch))
+    return run_client_case(all_cases("rsocket")[CASE], launch)
 
 
 def test_a_client_that_gives_up_after_the_refusal_passes() -> None:
