@@ -9,9 +9,11 @@ Values arrive as Spark VARIANTs (``try_parse_json``), which keep the JSON
 type of every field: the plain JSON reader would turn the number 1 into the
 string "1" and so could not tell an ill-typed field from a good one.
 
-Lines as the writers write them take a fast path (``fast_line_pattern``):
-one regular expression proves the line's shape and every field's JSON type,
-and only the lines it rejects are parsed into VARIANTs.
+Lines as the writers write them take a fast path: a string-typed parse, and
+a proof of the line's shape and every field's JSON type, either by comparing
+the line with the writers' layouts of that parse (``fast_layout_match``) or,
+failing that, by one regular expression (``fast_line_pattern``); only the
+lines neither proves are parsed into VARIANTs.
 
 The checks are built as SQL text: composing them from Column objects costs
 thousands of round trips to the JVM for the same expression.
@@ -187,18 +189,27 @@ _JSON_VALUE = {
 _WS = "[ \t]*+"
 
 
-def _fast_type(schema: dict[str, Any], root: dict[str, Any]) -> tuple[str, str] | None:
-    """A field's (value pattern, SQL for its JSON type) in the fast path; None when its types are
-    ambiguous there (a string-typed parse cannot tell a string from a number)."""
+def _fast_kind(schema: dict[str, Any], root: dict[str, Any]) -> str | None:
+    """A field's one JSON type besides null in the fast path (string, integer or number); None
+    when its types are ambiguous there (a string-typed parse cannot tell a string from a number)."""
     types = _json_types(schema, root)
     if "integer" in types and "number" in types:
         types = types - {"integer"}
     kinds = types - {"null"}
     if len(kinds) != 1 or not kinds <= {"string", "integer", "number"}:
         return None
-    (kind,) = kinds
+    return next(iter(kinds))
+
+
+def _fast_type(schema: dict[str, Any], root: dict[str, Any]) -> tuple[str, str] | None:
+    """A field's (value pattern, SQL for its JSON type) in the fast path; None when its types are
+    ambiguous there."""
+    kind = _fast_kind(schema, root)
+    if kind is None:
+        return None
     spark_type = {"string": "STRING", "integer": "BIGINT", "number": "DOUBLE"}[kind]
-    pattern = "|".join(_JSON_VALUE[t] for t in [kind, *sorted(types & {"null"})])
+    nullable = "null" in _json_types(schema, root)
+    pattern = "|".join(_JSON_VALUE[t] for t in [kind, *(["null"] if nullable else [])])
     return f"(?:{pattern})", spark_type
 
 
@@ -229,6 +240,55 @@ def fast_line_pattern(schema: dict[str, Any]) -> str | None:
         for order in ([orders[0]] if orders[0] == orders[1] else orders)
     ]
     return f"^{_WS}\\{{{_WS}(?:{'|'.join(f'(?:{m})' for m in members)}){_WS}\\}}{_WS}\\z"
+
+
+# How the writers lay a record out: compact in schema order (the benchmark's generator, and
+# to_json of a Parquet row written in schema order), and json.dumps(sort_keys=True), as
+# conformance.records writes. A line in any other layout is left to the pattern.
+_LAYOUTS = ((False, ",", ":"), (True, ", ", ": "))
+
+
+def _layout(schema: dict[str, Any], order: list[str], comma: str, colon: str) -> str:
+    """SQL: the record of the ``_s_`` texts written in ``order`` with these separators, each string
+    text quoted as it is (NULL where a non-nullable field's text is NULL)."""
+    parts = []
+    for i, name in enumerate(order):
+        field_schema = schema["properties"][name]
+        text = f"`_s_{name}`"
+        value = f"concat('\"', {text}, '\"')" if _fast_kind(field_schema, schema) == "string" else text
+        if "null" in _json_types(field_schema, schema):
+            value = f"coalesce({value}, 'null')"
+        parts += [sql_string(("{" if i == 0 else comma) + json.dumps(name) + colon), value]
+    return f"concat({', '.join(parts)}, '}}')"
+
+
+def fast_layout_match(schema: dict[str, Any], raw: str) -> str | None:
+    """SQL true when the line is, byte for byte, a writer's layout of its own string-typed parse
+    (the ``_s_`` texts), each number text a JSON number of its field's kind. None when some
+    field's types cannot be told apart.
+
+    This proves what ``fast_line_pattern`` proves, without a pattern over the whole line. A line
+    without a backslash holds no escapes, so its strings' texts hold no quote, backslash or
+    control character (the parser refuses raw ones) and the layout is the record's exact JSON:
+    equal to it, the line is one object with exactly the schema's fields, no duplicate, nothing
+    after it, each string field quoted and each number field a bare number. A string field that
+    held a number or a literal, or a number field that held a string, would differ from the
+    layout by its quotes; a number field holding true, false, an object or an array fails its
+    number pattern. Lines it does not prove (escapes, other layouts, numbers Spark re-spells,
+    such as 1e-05) go to the pattern.
+    """
+    fields = schema["properties"]
+    kinds = {name: _fast_kind(field_schema, schema) for name, field_schema in fields.items()}
+    if None in kinds.values():
+        return None
+    numbers = [
+        f"(`_s_{name}` IS NULL OR `_s_{name}` RLIKE {sql_string(f'^(?:{_JSON_VALUE[kind]})' + chr(92) + 'z')})"
+        for name, kind in kinds.items() if kind != "string"
+    ]
+    layouts = [_layout(schema, sorted(fields) if by_name else list(fields), comma, colon)
+               for by_name, comma, colon in _LAYOUTS]
+    equal = " OR ".join(f"`{raw}` = {layout}" for layout in layouts)
+    return " AND ".join([f"NOT contains(`{raw}`, '\\\\')", f"coalesce({equal}, false)", *numbers])
 
 
 def fast_valid(schema: dict[str, Any]) -> str | None:
@@ -263,17 +323,19 @@ def fast_columns(schema: dict[str, Any], raw: str) -> list[list[Column]]:
     ``_fast``, true for a line written the usual way (exactly the schema's fields, in schema or
     sorted order) whose values pass every check.
 
-    One regular expression over the line proves its shape and every field's JSON type; the
-    value checks run over its string-typed parse. Nothing here parses into VARIANTs: the lines
-    this rejects (``_fast`` false) go through ``full_columns`` in a frame of their own, so the
-    full checks are not compiled into the code that reads every line.
+    The line's shape and every field's JSON type are proven by comparing it with the writers'
+    layouts of its string-typed parse (a copy and a compare), else by one regular expression over
+    the line (several times the cost); the value checks run over the parse. Nothing here parses
+    into VARIANTs: the lines this rejects (``_fast`` false) go through ``full_columns`` in a frame
+    of their own, so the full checks are not compiled into the code that reads every line.
     """
     (texts,), strings = _texts(schema, raw)
-    pattern, fast = fast_line_pattern(schema), fast_valid(schema)
-    shape = (F.col(raw).rlike(pattern) if pattern and fast else F.lit(False)).alias("_shape")
+    pattern, layout, fast = fast_line_pattern(schema), fast_layout_match(schema, raw), fast_valid(schema)
+    if not (pattern and layout and fast):
+        return [[texts], strings, [F.lit(False).alias("_fast")]]
+    shape = F.expr(f"CASE WHEN {layout} THEN true ELSE `{raw}` RLIKE {sql_string(pattern)} END").alias("_shape")
     # never NULL: a line is either in the fast frame or in the other one
-    is_fast = F.expr(f"coalesce({fast}, false)" if pattern and fast else "false").alias("_fast")
-    return [[texts, shape], strings, [is_fast]]
+    return [[texts], strings, [shape], [F.expr(f"coalesce({fast}, false)").alias("_fast")]]
 
 
 def full_columns(schema: dict[str, Any], fields: str, raw: str) -> list[list[Column]]:

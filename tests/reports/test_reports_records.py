@@ -227,3 +227,56 @@ def test_fast_path_takes_well_formed_lines_and_only_them(spark) -> None:
     frame = spark.createDataFrame([(name, line) for name, (line, _) in lines.items()], "name string, line string")
     got = {r.name: r.fast for r in frame.select("name", F.col("line").rlike(pattern).alias("fast")).collect()}
     assert got == {name: expected for name, (_, expected) in lines.items()}
+
+
+def _layouts(record: dict) -> dict[str, str]:
+    """A record as the writers lay it out (the fast path's exact comparison knows these two)."""
+    return {
+        "compact, schema order": json.dumps(record, separators=(",", ":"), ensure_ascii=False),
+        "json.dumps(sort_keys=True)": json.dumps(record, sort_keys=True),
+    }
+
+
+def _shapes(spark, lines: list[str]) -> list[tuple[bool, bool]]:
+    """Per line: (the layout comparison proves it, the whole-line pattern accepts it)."""
+    from pyspark.sql import functions as F
+
+    from reports.load_records import _staged
+    from reports.record_schema import _texts, fast_layout_match, fast_line_pattern
+
+    schema = load_schema()
+    frame = spark.createDataFrame([(i, line) for i, line in enumerate(lines)], "i int, value string")
+    staged = _staged(frame, _texts(schema, "value")).select(
+        "i", F.expr(fast_layout_match(schema, "value")).alias("layout"),
+        F.col("value").rlike(fast_line_pattern(schema)).alias("pattern"))
+    return [(r.layout, r.pattern) for r in sorted(staged.collect())]
+
+
+def test_layout_comparison_takes_the_writers_lines(spark) -> None:
+    good = _good()
+    lines = [*_layouts(good).values(), *_layouts({**good, "closeGrade": "PASSED", "durationMs": 0.25}).values(),
+             *_layouts({**good, "message": "caf\u00e9 \U0001f600", "durationMs": 1200}).values()]
+    # json.dumps escapes non-ASCII (ensure_ascii): a line with escapes is left to the pattern
+    assert _shapes(spark, lines) == [(True, True)] * 5 + [(False, True)]
+
+
+def test_layout_comparison_never_proves_what_the_pattern_refuses(spark) -> None:
+    """Each field given values of every JSON type (and strings that read as other types), in both
+    layouts, plus lines broken around the record: whatever the comparison proves, the whole-line
+    pattern (the proof it replaces on the common path) proves too, and for the writers' lines of
+    well-typed records it does prove it."""
+    good = _good()
+    odd_values = [5, -0.5, 1.0, 1e-05, 12345678901234567890, True, False, None, [], ["a"], {}, {"a": 1},
+                  "", "5", "-0.5", "true", "null", "[1]", '{"a":1}', 'a"b', "a\\b", "caf\u00e9", "x,\"y\":1"]
+    records = [{**good, field: value} for field in good for value in odd_values]
+    records += [{k: v for k, v in good.items() if k != field} for field in good]
+    records += [{**good, "extra": 1}, {"extra": 1, **good}]
+    lines = [line for record in records for line in _layouts(record).values()]
+    for line in _layouts(good).values():
+        lines += [line + " ", " " + line, line + line, line + "x", line[:-1] + ',"wirelog":null}',
+                  line[:-1] + ', "wirelog": "w"}', line.replace("{", "[", 1), line.replace(":", " :", 1)]
+    shapes = _shapes(spark, lines)
+    wrongly_proven = [line for line, (layout, pattern) in zip(lines, shapes) if layout and not pattern]
+    assert wrongly_proven == []
+    # the comparison does its job: most well-typed variants are proven by it, not only by the pattern
+    assert 100 < sum(layout for layout, _ in shapes) < sum(pattern for _, pattern in shapes) + 1
