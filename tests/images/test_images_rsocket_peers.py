@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 import tomllib
 from pathlib import Path
@@ -27,6 +26,7 @@ from conformance.images.container import ContainerTarget, check_unsupported_answ
 from conformance.images.layout import LABEL_PROTOCOLS, LABEL_ROLES, LABEL_VERSION
 from conformance.images.packages import PackageSet
 from conformance.images.thirdparty import PEERS, available_peers, peer_hash
+from conformance.targets import LoopThread
 from reference_impl.rsocket.client_cases import CASES, run_case, server_kept
 from reference_impl.rsocket.server import start_server
 
@@ -123,16 +123,12 @@ def test_node_peer_hash_follows_its_lock_program_and_debs(tmp_path: Path) -> Non
 @pytest.fixture(scope="module")
 def reference_servers() -> Iterator[dict[str, str]]:
     """The reference RSocket server on TCP and WebSocket, on a loop of its own (the clients are containers)."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    servers = {t: asyncio.run_coroutine_threadsafe(start_server(transport=t), loop).result(10)
-               for t in ("tcp", "websocket")}
+    loop = LoopThread("rsocket-ref")
+    servers = {t: loop.run(start_server(transport=t), 10) for t in ("tcp", "websocket")}
     yield {("ws" if t == "websocket" else t): s.url for t, s in servers.items()}
     for server in servers.values():
-        asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
+        loop.run(server.close(), 10)
+    loop.stop()
 
 
 @pytest.mark.docker

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from conformance.selftest.buggy_mtl import BuggyMtlServer
+from conformance.targets import LoopThread
 from reference_impl.mtl.server import start_server
 
 pytest.importorskip("zmq")
@@ -25,15 +24,12 @@ class ServerThread:
     """A server on its own event loop, so the blocking pyzmq client can run in the test's thread."""
 
     def __init__(self, start) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.server = asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
+        self.loop = LoopThread("mtl-ref")
+        self.server = self.loop.run(start(), 10)
 
     def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
+        self.loop.run(self.server.close(), 10)
+        self.loop.stop()
 
 
 def test_pyzmq_client_completes_the_test_profile(capsys) -> None:
