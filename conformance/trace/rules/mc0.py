@@ -29,6 +29,7 @@ while the suite slept is stamped after the client's next message.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from reference_impl.common.errors import CodecError
 from reference_impl.mc0 import codec
@@ -43,6 +44,16 @@ _ORDER = [("client", "HELLO"), ("server", "WELCOME"), ("client", "INITIATE"), ("
 _MESSAGE = b"\x07MESSAGE"
 _KEPT_PUTS = 64  # PUTs remembered for their delivery (X- headers), newest
 MAX_MESSAGE = HARNESS_MAX_FRAME  # a boxed message's parts held, at most (as the reader's for clear ones)
+
+
+@dataclass
+class _PendingPut:
+    """A PUT of this connection waiting for its delivery."""
+
+    topic: bytes
+    headers: tuple[tuple[bytes, bytes], ...]  # its X- headers, which the delivery must carry untouched
+    body: tuple[bytes, ...]
+    other_headers: tuple[object, str] | None = None  # (where, finding) of a delivery with other X- headers
 
 
 class _Command:
@@ -192,8 +203,7 @@ class _Messages:
         self.ttl: float | None = None
         self.heard: float | None = None  # when the client last sent a message
         self.noop: float | None = None  # when the broker last sent NOOP
-        # PUTs waiting for their delivery: [topic, X- headers, body, (where, text) of a delivery with other headers]
-        self.puts: list[list] = []
+        self.puts: list[_PendingPut] = []  # this connection's PUTs waiting for their delivery
         self.ended: set[str] = set()
 
     def on(self, side: str, parts: list[bytes], ts: float):
@@ -233,8 +243,8 @@ class _Messages:
         elif message.verb == codec.SUB and message.positional:
             self.subscribed.update(message.positional)
         elif message.verb == codec.PUT and message.header(codec.TOPIC) is not None and message.positional is not None:
-            self.puts = [*self.puts[-_KEPT_PUTS + 1:], [message.header(codec.TOPIC), message.extensions,
-                                                         message.positional, None]]
+            put = _PendingPut(message.header(codec.TOPIC), message.extensions, message.positional)
+            self.puts = [*self.puts[-_KEPT_PUTS + 1:], put]
         elif message.verb == codec.DISCONNECT:
             self.ttl = None  # the broker drops the CONNECT parameters (its deliveries in flight may still come)
         return []
@@ -273,23 +283,25 @@ class _Messages:
             else:
                 out.append(("server", "mc0-put-subscribers", f"a MESSAGE for {topic[:40]!r}, a topic this connection "
                             f"never subscribed to (topics match exactly)", "client"))
-        same = [put for put in self.puts if put[0] == topic and put[2] == message.positional]
-        exact = next((put for put in same if put[1] == message.extensions), None)
+        same = [put for put in self.puts if put.topic == topic and put.body == message.positional]
+        exact = next((put for put in same if put.headers == message.extensions), None)
         if exact is not None:
             self.puts.remove(exact)  # its delivery: an earlier one with other headers was another publisher's
             return out
-        waiting = next((put for put in same if put[3] is None), None)
+        waiting = next((put for put in same if put.other_headers is None), None)
         if waiting is not None:
-            waiting[3] = (self.rules.at, f"the delivery of this connection's PUT to {topic[:40]!r} carries X- headers "
-                                         f"{_headers(message.extensions)}, the PUT {_headers(waiting[1])}, and no MESSAGE "
-                                         f"with the PUT's own came: they are forwarded untouched, in order")
+            waiting.other_headers = (
+                self.rules.at, f"the delivery of this connection's PUT to {topic[:40]!r} carries X- headers "
+                               f"{_headers(message.extensions)}, the PUT {_headers(waiting.headers)}, and no MESSAGE "
+                               f"with the PUT's own came: they are forwarded untouched, in order")
         return out
 
     def undelivered_headers(self):
         """PUTs whose topic and body came back only with other X- headers, the connection over."""
         if not self.ended:
             return []  # the capture stops before the connection ends: the right delivery may be still to come
-        return [(put[3][0], ("server", "mc0-reserved-headers", put[3][1], "server")) for put in self.puts if put[3]]
+        return [(put.other_headers[0], ("server", "mc0-reserved-headers", put.other_headers[1], "server"))
+                for put in self.puts if put.other_headers]
 
     def _absent(self, now: float) -> None:
         """The client speaks at ``now``: quiet since it was last heard for more than twice its TTL,
