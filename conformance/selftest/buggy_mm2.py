@@ -31,6 +31,12 @@ BUGS = {
     "hello-before-check",      # sends its hello as soon as bytes arrive, before it checks the client's major
     "ignores-error",           # keeps serving after the peer's ERROR
     "open-after-eof-mid-frame",  # never closes when the stream ends inside a frame
+    "command-ignores-large",   # reads a COMMAND's length as one byte even when LARGE_PAYLOAD is set
+    "extension-large-unset",   # EXTENSION frames (dotnet type names) over 255 bytes go out with a one-byte length
+    "unsubscribe-removes-everyone",  # unsubscribe drops every subscriber of the destination, not just the sender
+    "final-required-unchecked",  # checks required extensions in the client hello only, not in the final message
+    "no-handshake-read-timeout",  # a handshake frame stalled mid-way is waited for forever (timeout after it only)
+    "ack-check-ignores-wrap",  # "ack > last sent" is refused even after the wrap (a pre-wrap unacked number)
 }
 SUPPORTED = {"json", "dotnet", "ack", "batch-ack", "pubsub"}
 MIB = 1024 * 1024
@@ -51,6 +57,9 @@ def encode(frame: codec.Frame, bug: str | None) -> bytes:
         return data[:1] + b"\x00" + data[2:]
     data = codec.encode_frame(frame)
     n = len(frame.payload)
+    if bug == "extension-large-unset" and isinstance(frame, ExtensionFrame) and n > 255:
+        # the EXTENSION writer knows only the one-byte length: n & 0xFF, no LARGE_PAYLOAD
+        return bytes([data[0] & ~codec.Flags.LARGE_PAYLOAD, data[1], n & 0xFF]) + frame.payload
     if bug == "large-threshold-512" and 255 < n <= 512:
         # orig: a one-byte length below 513 bytes, so 256..512 are truncated to n & 0xFF
         head_len = len(data) - n - 4
@@ -115,10 +124,17 @@ class Conn:
 
     async def read_item(self, handshake: bool):
         while True:
+            if self.bug == "command-ignores-large" and not handshake and self.decoder.buffered:
+                first = self.decoder.peek()
+                if first & codec.Flags.COMMAND and first & codec.Flags.LARGE_PAYLOAD:
+                    # the COMMAND reader takes one length byte whatever the flags say
+                    self.decoder._buf[self.decoder._pos] = first & ~codec.Flags.LARGE_PAYLOAD
             item = self.decoder.next_handshake() if handshake else self.decoder.next_frame()
             if item is not None:
                 return item
             timeout = self.server.read_timeout if self.decoder.buffered else None
+            if handshake and self.bug == "no-handshake-read-timeout":
+                timeout = None
             try:
                 data = await asyncio.wait_for(self.reader.read(65536), timeout)
             except asyncio.TimeoutError:
@@ -169,6 +185,9 @@ class Conn:
         final = await self.read_item(handshake=True)
         if final is None or isinstance(final, ErrorFrame):
             return False
+        final_lacking = [e.name for e in parse_extension_list(final.required) if e.name not in SUPPORTED]
+        if final_lacking and self.bug != "final-required-unchecked":
+            raise Fail("unsupported-extension: " + ",".join(final_lacking))
         extensions = parse_extension_list(final.required) + parse_extension_list(final.optional)
         self.extensions = [e.name for e in extensions]
         by_name = {e.name: e for e in extensions}
@@ -215,6 +234,8 @@ class Conn:
             subscribers = self.server.broker.subscribers.setdefault(destination, {})
             if command.name == "subscribe":
                 subscribers[self] = None
+            elif self.bug == "unsubscribe-removes-everyone":
+                subscribers.clear()
             else:
                 subscribers.pop(self, None)
             return True
@@ -227,6 +248,8 @@ class Conn:
                 raise Fail(f"ack-not-sent: {seq}")
             self.unacked = deque(s for s in self.unacked if s > seq)
             return
+        if self.bug == "ack-check-ignores-wrap" and (seq == 0 or seq > self.last_seq):
+            raise Fail(f"ack-not-sent: {seq}")  # as if numbers never wrapped
         if seq in self.unacked:
             while self.unacked.popleft() != seq:
                 pass

@@ -12,7 +12,7 @@ from unittest import mock
 
 from reference_impl.micromessage2 import client as mm2_client
 from reference_impl.micromessage2 import connection as mm2_connection
-from reference_impl.micromessage2.codec import ExtensionFrame, encode_frame, error_frame
+from reference_impl.micromessage2.codec import ERROR_FIRST_BYTES, ErrorFrame, ExtensionFrame, encode_frame, error_frame
 from reference_impl.micromessage2.connection import Connection
 from reference_impl.micromessage2.events import ErrorSent
 
@@ -20,6 +20,9 @@ _on_handshake = Connection._on_handshake
 _on_error = Connection._on_error
 _fail = Connection._fail
 _client_final_lists = mm2_connection.client_final_lists
+_next_item = Connection._next_item
+_dispatch = Connection._dispatch
+_parse_extension_list = mm2_connection.parse_extension_list
 
 
 def _adopts_the_server_minor(self, hs, events):
@@ -64,6 +67,45 @@ def _acks_on_the_next_id(self, seq=None):
     return count
 
 
+def _refuses_only_higher_majors(self, events):
+    """Reads a server hello whose major is below its own (only a higher major counts as 'cannot speak')."""
+    first = self._decoder.peek() if self.state is mm2_connection.State.HANDSHAKE else None
+    if first is not None and first < self.version[0] and first not in ERROR_FIRST_BYTES:
+        item = self._decoder.next_handshake()
+        if item is None:
+            return False
+        self._on_handshake(item, events)
+        return True
+    return _next_item(self, events)
+
+
+def _lowest_unless_higher_major(ours, theirs):
+    return min(ours, theirs) if theirs[0] <= ours[0] else None
+
+
+@contextlib.contextmanager
+def _accepts_lower_major():
+    with mock.patch.object(Connection, "_next_item", _refuses_only_higher_majors), \
+            mock.patch.object(mm2_connection, "common_version", _lowest_unless_higher_major):
+        yield
+
+
+def _colon_tolerant_list(text):
+    """Takes the spec's own example form `name:key:value` as `name:key=value`."""
+    items = []
+    for item in text.split(";"):
+        name, colon, props = item.partition(":")
+        pairs = [p if "=" in p else p.replace(":", "=", 1) for p in props.split(",")] if colon else []
+        items.append(name + colon + ",".join(pairs))
+    return _parse_extension_list(";".join(items))
+
+
+def _ignores_error_once_open(self, frame, events):
+    if isinstance(frame, ErrorFrame):
+        return  # ERROR is handled by the handshake code only
+    _dispatch(self, frame, events)
+
+
 BUGS = {
     "final-takes-server-minor": lambda: mock.patch.object(Connection, "_on_handshake", _adopts_the_server_minor),
     "no-error-on-other-major": lambda: mock.patch.object(Connection, "_fail", _silent_on_other_major),
@@ -73,6 +115,9 @@ BUGS = {
         mm2_connection, "client_final_lists", _activates_every_suggestion),
     "drops-server-required": lambda: mock.patch.object(mm2_connection, "client_final_lists", _drops_server_required),
     "acks-on-an-unused-extension-id": lambda: mock.patch.object(Connection, "send_ack", _acks_on_the_next_id),
+    "accepts-lower-major": _accepts_lower_major,
+    "colon-for-equals-accepted": lambda: mock.patch.object(mm2_connection, "parse_extension_list", _colon_tolerant_list),
+    "ignores-error-once-open": lambda: mock.patch.object(Connection, "_dispatch", _ignores_error_once_open),
 }
 
 
