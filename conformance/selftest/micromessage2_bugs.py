@@ -23,13 +23,12 @@ BUG_TO_CASE = [
     ("ignores-error", "micromessage2/error-disconnect/error-with-large-flag"),
     ("open-after-eof-mid-frame", "micromessage2/error-disconnect/truncated-frame-then-eof"),
     ("ack-not-cumulative-across-wrap", "micromessage2/ack-wrap/cumulative-across-wrap"),
-    # hunt-mm2: new one-bug servers; the case named is the nearest one (see the report for what catches them)
-    ("command-ignores-large", "micromessage2/pubsub/subscribe-then-publish"),
-    ("extension-large-unset", "micromessage2/extension-index/dotnet-type-before-message"),
-    ("unsubscribe-removes-everyone", "micromessage2/pubsub/unsubscribe"),
-    ("final-required-unchecked", "micromessage2/handshake/required-missing-unknown"),
-    ("no-handshake-read-timeout", "micromessage2/error-disconnect/stalled-frame-timeout"),
-    ("ack-check-ignores-wrap", "micromessage2/ack-wrap/cumulative-across-wrap"),
+    ("command-ignores-large", "micromessage2/split-message/large-flag-short-command"),
+    ("extension-large-unset", "micromessage2/split-message/dotnet-type-over-255"),
+    ("unsubscribe-removes-everyone", "micromessage2/pubsub/unsubscribe-leaves-others"),
+    ("final-required-unchecked", "micromessage2/handshake/required-missing-in-final"),
+    ("no-handshake-read-timeout", "micromessage2/error-disconnect/stalled-hello-timeout"),
+    ("ack-check-ignores-wrap", "micromessage2/ack-wrap/pre-wrap-ack-after-wrap"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
