@@ -42,10 +42,9 @@ CLIENT_BUG_TO_CASE = {
     "activates-unsupported-suggestion": "micromessage2/handshake/client-final-message",
     "drops-server-required": "micromessage2/handshake/client-final-adds-server-required",
     "acks-on-an-unused-extension-id": "micromessage2/ack-wrap/client-acks-messages",
-    # hunt-mm2: new one-bug clients; the case named is the nearest one
-    "accepts-lower-major": "micromessage2/handshake/client-other-major",
-    "colon-for-equals-accepted": "micromessage2/handshake/client-final-message",
-    "ignores-error-once-open": "micromessage2/handshake/client-required-missing-refused",
+    "accepts-lower-major": "micromessage2/handshake/client-major-zero",
+    "colon-for-equals-accepted": "micromessage2/handshake/client-list-colon-for-equals",
+    "ignores-error-once-open": "micromessage2/error-disconnect/client-error-received-close",
 }
 
 
