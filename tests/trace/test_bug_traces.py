@@ -25,7 +25,7 @@ EXACT = {
              "truncated-as-server-error", "no-heartbeat-timeout", "version-nibbles-swapped", "id-wraps-to-zero"},
     "micromessage2": {"zero-based-ids", "hello-before-check", "server/ignores-error",  # role/: one role's bug
                       "window-overrun", "no-split", "final-takes-server-minor", "no-error-on-other-major",
-                      "drops-server-required"},
+                      "drops-server-required", "accepts-lower-major", "ignores-error-once-open"},
     "rsio": {"past-demand", "wrong-version-no-goodbye", "no-close-after-goodbye", "no-goodbye-reply",
              "uses-unlisted-extension", "ignores-cancel", "accepts-request-zero", "mislabels-parts",
              "id-in-use-replaced", "hello-version-1", "accepts-any-version", "ignores-unknown-type",
@@ -53,7 +53,10 @@ OTHER = {
     "stmp": {"kind-bits-swapped": "stmp-field-order"},
     "micromessage2": {"large-threshold-512": "mm2-flags-byte",
                       # an EXTENSION frame on an ID the final handshake gave no extension
-                      "acks-on-an-unused-extension-id": "mm2-extension-index"},
+                      "acks-on-an-unused-extension-id": "mm2-extension-index",
+                      # the one-byte length (339 & 0xFF) cuts the type frame short: its rest is read as frames
+                      # with reserved flags
+                      "extension-large-unset": "mm2-flags-byte"},
     # the case names rsocket-ignore-flag, the MAY of closing on a frame *without* I: dropping an EXT
     # of unknown type with I set is the spec's "frames not accounted for MUST be ignored"
     "rsocket": {"server/ignorable-ext-closes": "rsocket-unaccounted-ignored",
@@ -98,6 +101,20 @@ UNSEEN = {
                                 "close either way: the capture is the same",
         "activates-unsupported-suggestion": "activating a suggestion is right for a client that implements it, and "
                                             "what a client implements is not on the wire",
+        "final-required-unchecked": "what a server supports is not on the wire: one that lacks an extension the "
+                                    "final message requires and goes on looks like one that has it",
+        "unsubscribe-removes-everyone": "no subscriber receives the publication and nothing acks it: nothing proves "
+                                        "the server received the SEND (the checks across connections judge a "
+                                        "publication delivered to one subscriber and not to another)",
+        "command-ignores-large": "the server misreads a valid COMMAND and answers ERROR: a side may give up with an "
+                                 "ERROR at any time, and its reason is free text",
+        "ack-check-ignores-wrap": "the server answers a valid ack across the wrap with ERROR: a side may give up "
+                                  "with an ERROR at any time, and its reason is free text",
+        "no-handshake-read-timeout": "the server waits on a stalled hello until the suite gives up: the rules keep "
+                                     "no read timeout, and the suite's close ends the silence first",
+        "colon-for-equals-accepted": "the rules leave an extension list that does not parse to the codec, which "
+                                     "reads the lists as text: no rule judges the client's final handshake after "
+                                     "the server's colon-form list (one like the other-major rule could)",
     },
     "stmp": {
         "not-found-as-bad-request": "which ACTIONs a server implements is not on the wire: BadRequest is a right "
