@@ -27,6 +27,16 @@ BUGS = {
     "reserved-bits-ignored",    # serves frames with reserved bits set
     "not-found-as-bad-request",  # answers an unknown ACTION with 0x20, not 0x24 (a SHOULD)
     "truncated-as-server-error",  # answers a stream that ends mid-message with 0x30 before closing
+    # hunt-stmp additions
+    "ping-before-negotiation-ignored",  # a Ping before negotiation is let through (no BadRequest, no close)
+    "response-before-negotiation-id-zero",  # a Response before negotiation is refused with ID 0, not its own ID
+    "negotiation-id-unchecked",  # any Request ACTION 0 negotiates, whatever its ID
+    "reserved-bit-0-ignored",   # checks header bits 2-1 only (mask 0x06): bit 0 set is served
+    "reserved-action-off-by-one",  # ACTION 0xFF is treated as an application action (NotFound, not 0x31)
+    "unknown-notify-answered",  # answers a Notify with an unknown ACTION with Response ID 0 NotFound
+    "version-minor-ignored",    # accepts any offered 0.x as 0.1 (compares the major only)
+    "only-pings-keep-alive",    # the heartbeat timeout is reset by Pings only, not by other traffic
+    "text-guessed-on-tcp",      # like the Go original: a TCP chunk starting 0x30..0x33 is read as a text message
 }
 
 
@@ -80,18 +90,33 @@ class BuggyStmpServer:
                         send(Response(0, 0x20, 0, b""))
                     break
                 if data:
-                    last_in = now
+                    if self.bug != "only-pings-keep-alive":
+                        last_in = now
+                    if self.bug == "reserved-bit-0-ignored" and decoder.at_boundary:
+                        data = bytes([data[0] & 0xFE]) + data[1:] if data[0] & 0x06 == 0 else data
                     if self.bug == "reserved-bits-ignored":
                         data = bytes(b & 0xF8 if i == 0 else b for i, b in enumerate(data))
                     try:
-                        messages = decoder.feed(data)
+                        if self.bug == "text-guessed-on-tcp" and decoder.at_boundary and 0x30 <= data[0] <= 0x33:
+                            messages = [codec.decode_text(data.decode("utf-8", "replace"))]
+                        else:
+                            messages = decoder.feed(data)
                     except CodecError:
                         send(Response(0, 0x20, 0, b""))
                         break
                     for msg in messages:
+                        if isinstance(msg, Ping) or self.bug != "only-pings-keep-alive":
+                            last_in = now
                         if not negotiated:
-                            if isinstance(msg, Request) and msg.id == 0 and msg.action == 0:
+                            if isinstance(msg, Ping) and self.bug == "ping-before-negotiation-ignored":
+                                continue
+                            id_ok = msg.id == 0 if isinstance(msg, Request) else False
+                            if self.bug == "negotiation-id-unchecked":
+                                id_ok = True
+                            if isinstance(msg, Request) and id_ok and msg.action == 0:
                                 versions = codec.decode_versions(msg.payload, text=False) if msg.encoding == 5 else []
+                                if self.bug == "version-minor-ignored" and any(major == 0 for major, _ in versions):
+                                    versions.append((0, 1))
                                 if (0, 1) in versions:
                                     send(Response(0, 0, 5, bytes([0x01])))
                                     negotiated = True
@@ -101,7 +126,10 @@ class BuggyStmpServer:
                                     raise ConnectionAbortedError
                                 continue
                             if self.bug != "accepts-before-negotiation":
-                                send(Response(getattr(msg, "id", 0), 0x20, 0, b""))
+                                reply_id = getattr(msg, "id", 0)
+                                if self.bug == "response-before-negotiation-id-zero" and isinstance(msg, Response):
+                                    reply_id = 0
+                                send(Response(reply_id, 0x20, 0, b""))
                                 raise ConnectionAbortedError
                         self._handle(msg, send, pending)
                 if negotiated and self.bug != "no-heartbeats" and now - last_ping >= self.interval:
@@ -131,6 +159,8 @@ class BuggyStmpServer:
         if isinstance(msg, Notify):
             if msg.action == 0x101:
                 send(Notify(0x101, msg.encoding, msg.payload))
+            elif self.bug == "unknown-notify-answered":
+                send(Response(0, 0x24, 0, b""))
             return
         reply_id = 0 if (self.bug == "wrong-id-after-wrap" and msg.id == 0xFFFF) else msg.id
         if msg.action == 0x100:
@@ -145,7 +175,7 @@ class BuggyStmpServer:
                 await asyncio.sleep(delay)
                 send(Response(reply_id, 0, 0, b""))
             pending.append(asyncio.ensure_future(later()))
-        elif msg.action <= 0xFF:
+        elif msg.action < (0xFF if self.bug == "reserved-action-off-by-one" else 0x100):
             send(Response(reply_id, 0x31, 0, b""))
         else:
             send(Response(reply_id, 0x20 if self.bug == "not-found-as-bad-request" else 0x24, 0, b""))

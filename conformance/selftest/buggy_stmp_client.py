@@ -11,7 +11,7 @@ from unittest import mock
 
 from reference_impl.stmp import client as stmp_client
 from reference_impl.stmp import connection as stmp_connection
-from reference_impl.stmp.codec import Ping
+from reference_impl.stmp.codec import Ping, Response
 
 MAX_ID = 0xFFFF
 
@@ -31,6 +31,20 @@ def _wrap_to_zero(self, action, encoding, payload, now):
     return request_id
 
 
+def _init_without_heartbeats(self, *args, **kwargs):
+    kwargs["heartbeat_interval"] = None  # the client never pings
+    _init(self, *args, **kwargs)
+
+
+def _dispatch_closing_on_unknown(self, message):
+    if isinstance(message, Response) and message.id not in self._outstanding:
+        self._close("protocol-error", "unknown-response-id")  # must be dropped, the connection going on
+        return
+    _dispatch(self, message)
+
+
+_init = stmp_connection.Connection.__init__
+_dispatch = stmp_connection.Connection._dispatch
 _start = stmp_connection.Connection.start
 _send_request = stmp_connection.Connection.send_request
 
@@ -40,6 +54,10 @@ BUGS = {
     "id-wraps-to-zero": lambda: mock.patch.object(stmp_connection.Connection, "send_request", _wrap_to_zero),
     "never-times-out": lambda: mock.patch.object(stmp_client, "CASE_REQUEST_TIMEOUT", 3600.0),
     "times-out-early": lambda: mock.patch.object(stmp_client, "CASE_REQUEST_TIMEOUT", 0.3),
+    # hunt-stmp additions
+    "client-no-heartbeats": lambda: mock.patch.object(stmp_connection.Connection, "__init__", _init_without_heartbeats),
+    "client-closes-on-unknown-response": lambda: mock.patch.object(
+        stmp_connection.Connection, "_dispatch", _dispatch_closing_on_unknown),
 }
 
 

@@ -18,6 +18,18 @@ BUG_TO_CASE = [
     ("answers-unknown-response", "stmp/ack-wrap/response-to-unknown-id"),
     ("reserved-bits-ignored", "stmp/error-disconnect/reserved-bits-set"),
 ]
+#: hunt-stmp: MUST-level bugs, each with the existing case closest to catching it (see the hunt report)
+HUNT_BUG_TO_CASE = [
+    ("ping-before-negotiation-ignored", "stmp/handshake/notify-before-negotiation"),
+    ("response-before-negotiation-id-zero", "stmp/handshake/request-before-negotiation"),
+    ("negotiation-id-unchecked", "stmp/handshake/request-before-negotiation"),
+    ("reserved-bit-0-ignored", "stmp/error-disconnect/reserved-bits-set"),
+    ("reserved-action-off-by-one", "stmp/status/reserved-action-not-implemented"),
+    ("unknown-notify-answered", "stmp/framing/notify-echo"),
+    ("version-minor-ignored", "stmp/handshake/version-unsupported"),
+    ("only-pings-keep-alive", "stmp/error-disconnect/heartbeats-keep-alive"),
+    ("text-guessed-on-tcp", "stmp/error-disconnect/garbage-first-byte"),
+]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
     ("not-found-as-bad-request", "stmp/status/unknown-action-not-found"),
@@ -29,6 +41,9 @@ CLIENT_BUG_TO_CASE = {
     "id-wraps-to-zero": "stmp/ack-wrap/client-id-wrap",
     "never-times-out": "stmp/ack-wrap/client-request-timeout",
     "times-out-early": "stmp/ack-wrap/client-request-timeout",
+    # hunt-stmp
+    "client-no-heartbeats": "stmp/handshake/client-sends-negotiation",
+    "client-closes-on-unknown-response": "stmp/ack-wrap/client-request-timeout",
 }
 
 
@@ -36,5 +51,5 @@ async def _start(bug: str | None) -> BuggyStmpServer:
     return await BuggyStmpServer(bug).start()
 
 
-SERVERS = servers("stmp", BUG_TO_CASE + SHOULD_BUG_TO_CASE, _start)
+SERVERS = servers("stmp", BUG_TO_CASE + SHOULD_BUG_TO_CASE + HUNT_BUG_TO_CASE, _start)
 CLIENTS = clients("stmp", CLIENT_BUG_TO_CASE, buggy_client)
