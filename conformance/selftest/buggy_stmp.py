@@ -27,7 +27,6 @@ BUGS = {
     "reserved-bits-ignored",    # serves frames with reserved bits set
     "not-found-as-bad-request",  # answers an unknown ACTION with 0x20, not 0x24 (a SHOULD)
     "truncated-as-server-error",  # answers a stream that ends mid-message with 0x30 before closing
-    # hunt-stmp additions
     "ping-before-negotiation-ignored",  # a Ping before negotiation is let through (no BadRequest, no close)
     "response-before-negotiation-id-zero",  # a Response before negotiation is refused with ID 0, not its own ID
     "negotiation-id-unchecked",  # any Request ACTION 0 negotiates, whatever its ID
@@ -114,6 +113,9 @@ class BuggyStmpServer:
                             if self.bug == "negotiation-id-unchecked":
                                 id_ok = True
                             if isinstance(msg, Request) and id_ok and msg.action == 0:
+                                if msg.encoding not in (0, 5):  # a payload not Raw is no version list
+                                    send(Response(0, 0x20, 0, b""))
+                                    raise ConnectionAbortedError
                                 versions = codec.decode_versions(msg.payload, text=False) if msg.encoding == 5 else []
                                 if self.bug == "version-minor-ignored" and any(major == 0 for major, _ in versions):
                                     versions.append((0, 1))
