@@ -54,7 +54,6 @@ BUGS = {
     "id-wraps-to-zero": lambda: mock.patch.object(stmp_connection.Connection, "send_request", _wrap_to_zero),
     "never-times-out": lambda: mock.patch.object(stmp_client, "CASE_REQUEST_TIMEOUT", 3600.0),
     "times-out-early": lambda: mock.patch.object(stmp_client, "CASE_REQUEST_TIMEOUT", 0.3),
-    # hunt-stmp additions
     "client-no-heartbeats": lambda: mock.patch.object(stmp_connection.Connection, "__init__", _init_without_heartbeats),
     "client-closes-on-unknown-response": lambda: mock.patch.object(
         stmp_connection.Connection, "_dispatch", _dispatch_closing_on_unknown),

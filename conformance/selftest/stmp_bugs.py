@@ -17,18 +17,15 @@ BUG_TO_CASE = [
     ("no-heartbeats", "stmp/error-disconnect/server-sends-heartbeats"),
     ("answers-unknown-response", "stmp/ack-wrap/response-to-unknown-id"),
     ("reserved-bits-ignored", "stmp/error-disconnect/reserved-bits-set"),
-]
-#: hunt-stmp: MUST-level bugs, each with the existing case closest to catching it (see the hunt report)
-HUNT_BUG_TO_CASE = [
-    ("ping-before-negotiation-ignored", "stmp/handshake/notify-before-negotiation"),
-    ("response-before-negotiation-id-zero", "stmp/handshake/request-before-negotiation"),
-    ("negotiation-id-unchecked", "stmp/handshake/request-before-negotiation"),
-    ("reserved-bit-0-ignored", "stmp/error-disconnect/reserved-bits-set"),
-    ("reserved-action-off-by-one", "stmp/status/reserved-action-not-implemented"),
-    ("unknown-notify-answered", "stmp/framing/notify-echo"),
-    ("version-minor-ignored", "stmp/handshake/version-unsupported"),
-    ("only-pings-keep-alive", "stmp/error-disconnect/heartbeats-keep-alive"),
-    ("text-guessed-on-tcp", "stmp/error-disconnect/garbage-first-byte"),
+    ("ping-before-negotiation-ignored", "stmp/handshake/ping-before-negotiation"),
+    ("response-before-negotiation-id-zero", "stmp/handshake/response-before-negotiation"),
+    ("negotiation-id-unchecked", "stmp/handshake/negotiation-nonzero-id"),
+    ("reserved-bit-0-ignored", "stmp/error-disconnect/reserved-bit-0-set"),
+    ("reserved-action-off-by-one", "stmp/status/reserved-action-last"),
+    ("unknown-notify-answered", "stmp/framing/unknown-notify-no-reply"),
+    ("version-minor-ignored", "stmp/handshake/version-other-minor"),
+    ("only-pings-keep-alive", "stmp/error-disconnect/other-traffic-keeps-alive"),
+    ("text-guessed-on-tcp", "stmp/error-disconnect/text-on-tcp"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
@@ -41,9 +38,8 @@ CLIENT_BUG_TO_CASE = {
     "id-wraps-to-zero": "stmp/ack-wrap/client-id-wrap",
     "never-times-out": "stmp/ack-wrap/client-request-timeout",
     "times-out-early": "stmp/ack-wrap/client-request-timeout",
-    # hunt-stmp
-    "client-no-heartbeats": "stmp/handshake/client-sends-negotiation",
-    "client-closes-on-unknown-response": "stmp/ack-wrap/client-request-timeout",
+    "client-no-heartbeats": "stmp/error-disconnect/client-sends-heartbeats",
+    "client-closes-on-unknown-response": "stmp/ack-wrap/client-response-to-unknown-id",
 }
 
 
@@ -51,5 +47,5 @@ async def _start(bug: str | None) -> BuggyStmpServer:
     return await BuggyStmpServer(bug).start()
 
 
-SERVERS = servers("stmp", BUG_TO_CASE + SHOULD_BUG_TO_CASE + HUNT_BUG_TO_CASE, _start)
+SERVERS = servers("stmp", BUG_TO_CASE + SHOULD_BUG_TO_CASE, _start)
 CLIENTS = clients("stmp", CLIENT_BUG_TO_CASE, buggy_client)
