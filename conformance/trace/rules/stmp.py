@@ -84,6 +84,7 @@ class Rules(Base):
         self.outstanding = {"client": Counter(), "server": Counter()}  # request IDs a side awaits replies to
         self.responses_sent = {"client": set(), "server": set()}  # IDs of Responses a side sent
         self.offered: list[str] = []
+        self.refused_id = 0  # the ID an error reply to a first message that is not the negotiation carries
         # the server must close: (requirement, why, when); it may still send one error reply
         self.must_close: tuple[str, str, float] | None = None
         self.error_reply_allowed = False
@@ -121,6 +122,7 @@ class Rules(Base):
             out.append(("client", "stmp-negotiation-request",
                         "the client sent a ping before its negotiation request"))
             self.first["client"] = False
+            self.negotiation, self.refused_id = "refused-first", 0  # a ping is "any other message" too
         elif f["kind"] == "request":
             self.outstanding[side][f["id"]] += 1
             if f["id"] == 0:
@@ -145,7 +147,7 @@ class Rules(Base):
                 return [("client", "stmp-negotiation-request",
                          f"the negotiation request offers {self.offered}, not the profile's version {_VERSION}")]
             return []
-        self.negotiation = "refused-first"
+        self.negotiation, self.refused_id = "refused-first", f.get("id", 0)
         if f["kind"] == "request":
             self.outstanding["client"][f["id"]] += 1
         return [("client", "stmp-negotiation-request", f"the client's first message is {_show(f)}, not the negotiation request")]
@@ -173,6 +175,10 @@ class Rules(Base):
                          f"the client's first message was not the negotiation request, and the server answered {_show(f)}, not an error")]
             self._answered("client", f["id"])
             self._close_required("stmp-negotiation-request", "it answered a first message that was not the negotiation", ts)
+            if f["id"] != self.refused_id:
+                return [("server", "stmp-negotiation-request", f"the server answered the client's first message, "
+                         f"not the negotiation, with {_show(f)}: an error reply carries the offending message's "
+                         f"ID ({self.refused_id:#x})")]
             return []
         return [("server", "stmp-negotiation-ok", f"the server sent {_show(f)} before the client negotiated")]
 
