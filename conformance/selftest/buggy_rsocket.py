@@ -12,7 +12,8 @@ import time
 from dataclasses import replace
 
 from reference_impl.rsocket.codec import (
-    APPLICATION_ERROR, CONNECTION_ERROR, Error, Ext, Keepalive, Resume, ResumeOk, Setup,
+    APPLICATION_ERROR, CONNECTION_ERROR, Error, Ext, Keepalive, RequestChannel, RequestFnf, RequestStream, Resume,
+    ResumeOk, Setup,
 )
 from reference_impl.rsocket.connection import Connection, FrameIgnored, Kind, Role
 from reference_impl.rsocket.server import RSocketServer, start_server
@@ -42,6 +43,14 @@ BUGS = {
     "resume-no-replay",            # resumes without resending the frames the client missed
     "resume-any-token",            # answers a RESUME with an unknown token RESUME_OK(0), a new session
     "resume-lease-not-restarted",  # resumes a leased session without sending a new LEASE
+    # hunt: one-bug variants added by the rsocket hunt
+    "lease-not-enforced",          # sends LEASE but serves requests past its number of requests and its TTL
+    "fragmented-request-n-lost",   # a fragmented REQUEST_STREAM/CHANNEL gets a credit of 1, not its request-n
+    "fragmented-channel-complete-lost",  # a fragmented REQUEST_CHANNEL whose last fragment has C is left open
+    "fragmented-fnf-not-joined",   # a fragmented REQUEST_FNF is taken whole from its first fragment
+    "resume-client-position-unchecked",  # resumes a RESUME whose first client position is past what it received
+    "resume-position-counts-keepalive",  # counts received KEEPALIVEs in its implied position (RESUME_OK too high)
+    "request-on-stream-zero-closes",  # a REQUEST_* on stream 0 is a connection error instead of being dropped
 }
 
 _WRAP = 1 << 32
@@ -84,6 +93,8 @@ class BuggyConnection(Connection):
         super()._receive_resume(frame, events)
 
     def resume(self, frame, now):
+        if self.bug == "resume-client-position-unchecked":
+            frame = replace(frame, first_available_client_position=0)  # never compared with what arrived
         lease = self._lease_left
         if self.bug == "resume-lease-not-restarted":
             self._lease_left = None  # the old lease goes on, and no LEASE is sent
@@ -95,6 +106,16 @@ class BuggyConnection(Connection):
             del self._out[1:]
         return refused
 
+    def _within_lease(self) -> bool:
+        covered = super()._within_lease()
+        return True if self.bug == "lease-not-enforced" else covered
+
+    def _count(self, frame, length) -> None:
+        super()._count(frame, length)
+        if (isinstance(frame, Keepalive) and self.bug == "resume-position-counts-keepalive"
+                and self._retained is not None and not self._resuming):
+            self.received_position += length
+
     def _grant_lease(self) -> None:
         if self.bug == "lease-not-sent":
             self._lease_left, self._lease_until = self.lease_requests, float("inf")  # served, never said
@@ -102,6 +123,10 @@ class BuggyConnection(Connection):
         super()._grant_lease()
 
     def _frame_error(self, exc, events) -> bool:
+        if (exc.code == "stream-id-zero" and exc.frame_type in (0x04, 0x05, 0x06, 0x07)
+                and self._established and self.bug == "request-on-stream-zero-closes"):
+            self._connection_error(CONNECTION_ERROR, "request on stream 0", events)
+            return False
         if exc.code == "metadata-length-overrun" and self.bug == "metadata-overrun-ignored":
             events.append(FrameIgnored(exc.code, exc.stream_id))
             return True
@@ -116,11 +141,19 @@ class BuggyConnection(Connection):
             seen.add(frame.stream_id)
         if self.bug == "stream-in-use-replaced":
             self._streams.pop(frame.stream_id, None)
+        if isinstance(frame, RequestFnf) and frame.follows and self.bug == "fragmented-fnf-not-joined":
+            frame = replace(frame, follows=False)
         if frame.follows and self.bug == "fragments-not-joined":
             frame = replace(frame, follows=False)
         super()._receive_request(frame, events)
 
     def _deliver_request(self, sid, stream, first, metadata, data, complete, events) -> None:
+        fragmented = getattr(first, "follows", False)
+        if (fragmented and isinstance(first, (RequestStream, RequestChannel))
+                and self.bug == "fragmented-request-n-lost"):
+            first = replace(first, initial_n=1)  # the credit read from the last fragment, not the first
+        if fragmented and isinstance(first, RequestChannel) and self.bug == "fragmented-channel-complete-lost":
+            complete = first.complete  # C read from the first fragment only
         super()._deliver_request(sid, stream, first, metadata, data, complete, events)
         if self.bug == "credit-past-grant" and stream.kind is Kind.STREAM and sid in self._streams:
             stream.outbound.add(1)

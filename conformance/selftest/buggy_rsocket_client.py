@@ -11,6 +11,7 @@ from dataclasses import replace
 from unittest import mock
 
 from reference_impl.rsocket import client as rsocket_client
+from reference_impl.rsocket import codec
 from reference_impl.rsocket.codec import CONNECTION_ERROR, Error, Ext, Keepalive, MetadataPush, RequestN, Setup
 from reference_impl.rsocket.connection import SETUP_ERRORS, Connection, FrameIgnored, Kind
 
@@ -23,6 +24,7 @@ _deliver_payload = Connection._deliver_payload
 _request_response = rsocket_client.RSocketClient.request_response
 _start_resume = Connection.start_resume
 _receive_while_resuming = Connection._receive_while_resuming
+_receive_resume_ok = Connection._receive_resume_ok
 
 
 def _setup_version_2(self, *args, **kwargs):
@@ -130,6 +132,29 @@ def _resumes_after_rejection(self, frame, events):
         _receive_while_resuming(self, frame, events)
 
 
+def _resume_ok_no_replay(self, frame, events):
+    """Takes RESUME_OK as "the server has everything": nothing it missed is sent again."""
+    _receive_resume_ok(self, replace(frame, last_received_client_position=self.sent_position), events)
+
+
+def _unknown_stream_payload_closes(self, frame, events):
+    if frame.stream_id not in self._streams:
+        self._connection_error(CONNECTION_ERROR, "PAYLOAD on an unknown stream", events)
+        return
+    _receive_payload(self, frame, events)
+
+
+def _complete_is_next(self, sid, stream, metadata, data, next_, complete, events):
+    # a PAYLOAD with C alone is delivered as one more (empty) item, then completion
+    _deliver_payload(self, sid, stream, metadata, data, next_ or complete, complete, events)
+
+
+def _metadata_push_m_clear(self, metadata):
+    encoded = bytearray(codec.encode_frame(MetadataPush(metadata)))
+    encoded[4] &= ~0x01  # the M flag (0x100 of the type-and-flags word) left clear
+    self._out_raw(bytes(encoded))
+
+
 def _metadata_push_on_stream(self, metadata):
     self._send(MetadataPush(metadata, stream_id=1))
 
@@ -152,6 +177,13 @@ BUGS = {
     "metadata-push-on-stream": lambda: mock.patch.object(Connection, "metadata_push", _metadata_push_on_stream),
     "waits-for-complete": _waits_for_complete,
     "resume-position-zero": lambda: mock.patch.object(Connection, "start_resume", _resume_from_zero),
+    # hunt: one-bug variants added by the rsocket hunt
+    "resume-missed-not-resent": lambda: mock.patch.object(Connection, "_receive_resume_ok", _resume_ok_no_replay),
+    "unknown-stream-payload-closes": lambda: mock.patch.object(Connection, "_receive_payload",
+                                                               _unknown_stream_payload_closes),
+    "complete-alone-is-item": lambda: mock.patch.object(Connection, "_deliver_payload", _complete_is_next),
+    "metadata-push-m-clear": lambda: mock.patch.object(Connection, "metadata_push", _metadata_push_m_clear),
+    "never-sends-keepalive": lambda: mock.patch.object(Connection, "keepalive", lambda self, data=b"": None),
     "resumes-after-rejection": lambda: mock.patch.object(Connection, "_receive_while_resuming",
                                                          _resumes_after_rejection),
 }

@@ -35,6 +35,14 @@ BUG_TO_CASE = [
     ("resume-any-token", "rsocket/handshake/resume-without-session"),
     ("resume-any-token", "rsocket/handshake/resume-other-token"),
     ("resume-lease-not-restarted", "rsocket/handshake/resume-restarts-lease"),
+    # hunt: new one-bug variants, each with the existing case nearest to it
+    ("lease-not-enforced", "rsocket/handshake/lease-requested"),
+    ("fragmented-request-n-lost", "rsocket/ack-wrap/fragments-count-once"),
+    ("fragmented-channel-complete-lost", "rsocket/split-message/follows-with-complete"),
+    ("fragmented-fnf-not-joined", "rsocket/error-disconnect/fire-and-forget"),
+    ("resume-client-position-unchecked", "rsocket/handshake/resume-position-impossible"),
+    ("resume-position-counts-keepalive", "rsocket/handshake/resume-after-disconnect"),
+    ("request-on-stream-zero-closes", "rsocket/error-disconnect/payload-unknown-stream"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
@@ -59,6 +67,12 @@ CLIENT_BUG_TO_CASE = {
     "waits-for-complete": "rsocket/request/client-response-without-complete",
     "resume-position-zero": "rsocket/handshake/client-resume",
     "resumes-after-rejection": "rsocket/handshake/client-resume-rejected",
+    # hunt: new one-bug variants, each with the existing case nearest to it
+    "resume-missed-not-resent": "rsocket/handshake/client-resume",
+    "unknown-stream-payload-closes": "rsocket/request/client-response-without-complete",
+    "complete-alone-is-item": "rsocket/ack-wrap/client-request-n",
+    "metadata-push-m-clear": "rsocket/extension-index/client-metadata-push",
+    "never-sends-keepalive": "rsocket/error-disconnect/client-keepalive-echo",
 }
 
 
