@@ -44,11 +44,9 @@ BUGS = {
     "resume-any-token",            # answers a RESUME with an unknown token RESUME_OK(0), a new session
     "resume-lease-not-restarted",  # resumes a leased session without sending a new LEASE
     # hunt: one-bug variants added by the rsocket hunt
-    "lease-not-enforced",          # sends LEASE but serves requests past its number of requests and its TTL
     "fragmented-request-n-lost",   # a fragmented REQUEST_STREAM/CHANNEL gets a credit of 1, not its request-n
     "fragmented-channel-complete-lost",  # a fragmented REQUEST_CHANNEL whose last fragment has C is left open
     "fragmented-fnf-not-joined",   # a fragmented REQUEST_FNF is taken whole from its first fragment
-    "resume-client-position-unchecked",  # resumes a RESUME whose first client position is past what it received
     "resume-position-counts-keepalive",  # counts received KEEPALIVEs in its implied position (RESUME_OK too high)
     "request-on-stream-zero-closes",  # a REQUEST_* on stream 0 is a connection error instead of being dropped
 }
@@ -93,8 +91,6 @@ class BuggyConnection(Connection):
         super()._receive_resume(frame, events)
 
     def resume(self, frame, now):
-        if self.bug == "resume-client-position-unchecked":
-            frame = replace(frame, first_available_client_position=0)  # never compared with what arrived
         lease = self._lease_left
         if self.bug == "resume-lease-not-restarted":
             self._lease_left = None  # the old lease goes on, and no LEASE is sent
@@ -105,10 +101,6 @@ class BuggyConnection(Connection):
         if refused is None and self.bug == "resume-no-replay":
             del self._out[1:]
         return refused
-
-    def _within_lease(self) -> bool:
-        covered = super()._within_lease()
-        return True if self.bug == "lease-not-enforced" else covered
 
     def _count(self, frame, length) -> None:
         super()._count(frame, length)

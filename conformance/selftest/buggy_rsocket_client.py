@@ -24,7 +24,6 @@ _deliver_payload = Connection._deliver_payload
 _request_response = rsocket_client.RSocketClient.request_response
 _start_resume = Connection.start_resume
 _receive_while_resuming = Connection._receive_while_resuming
-_receive_resume_ok = Connection._receive_resume_ok
 
 
 def _setup_version_2(self, *args, **kwargs):
@@ -132,11 +131,6 @@ def _resumes_after_rejection(self, frame, events):
         _receive_while_resuming(self, frame, events)
 
 
-def _resume_ok_no_replay(self, frame, events):
-    """Takes RESUME_OK as "the server has everything": nothing it missed is sent again."""
-    _receive_resume_ok(self, replace(frame, last_received_client_position=self.sent_position), events)
-
-
 def _unknown_stream_payload_closes(self, frame, events):
     if frame.stream_id not in self._streams:
         self._connection_error(CONNECTION_ERROR, "PAYLOAD on an unknown stream", events)
@@ -178,12 +172,10 @@ BUGS = {
     "waits-for-complete": _waits_for_complete,
     "resume-position-zero": lambda: mock.patch.object(Connection, "start_resume", _resume_from_zero),
     # hunt: one-bug variants added by the rsocket hunt
-    "resume-missed-not-resent": lambda: mock.patch.object(Connection, "_receive_resume_ok", _resume_ok_no_replay),
     "unknown-stream-payload-closes": lambda: mock.patch.object(Connection, "_receive_payload",
                                                                _unknown_stream_payload_closes),
     "complete-alone-is-item": lambda: mock.patch.object(Connection, "_deliver_payload", _complete_is_next),
     "metadata-push-m-clear": lambda: mock.patch.object(Connection, "metadata_push", _metadata_push_m_clear),
-    "never-sends-keepalive": lambda: mock.patch.object(Connection, "keepalive", lambda self, data=b"": None),
     "resumes-after-rejection": lambda: mock.patch.object(Connection, "_receive_while_resuming",
                                                          _resumes_after_rejection),
 }

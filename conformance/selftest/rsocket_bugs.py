@@ -35,14 +35,11 @@ BUG_TO_CASE = [
     ("resume-any-token", "rsocket/handshake/resume-without-session"),
     ("resume-any-token", "rsocket/handshake/resume-other-token"),
     ("resume-lease-not-restarted", "rsocket/handshake/resume-restarts-lease"),
-    # hunt: new one-bug variants, each with the existing case nearest to it
-    ("lease-not-enforced", "rsocket/handshake/lease-requested"),
-    ("fragmented-request-n-lost", "rsocket/ack-wrap/fragments-count-once"),
-    ("fragmented-channel-complete-lost", "rsocket/split-message/follows-with-complete"),
-    ("fragmented-fnf-not-joined", "rsocket/error-disconnect/fire-and-forget"),
-    ("resume-client-position-unchecked", "rsocket/handshake/resume-position-impossible"),
-    ("resume-position-counts-keepalive", "rsocket/handshake/resume-after-disconnect"),
-    ("request-on-stream-zero-closes", "rsocket/error-disconnect/payload-unknown-stream"),
+    ("fragmented-request-n-lost", "rsocket/split-message/stream-request-fragmented"),
+    ("fragmented-channel-complete-lost", "rsocket/split-message/channel-request-fragmented-complete"),
+    ("fragmented-fnf-not-joined", "rsocket/split-message/fnf-fragmented"),
+    ("resume-position-counts-keepalive", "rsocket/handshake/resume-position-skips-keepalive"),
+    ("request-on-stream-zero-closes", "rsocket/error-disconnect/request-on-stream-zero-ignored"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
@@ -67,12 +64,9 @@ CLIENT_BUG_TO_CASE = {
     "waits-for-complete": "rsocket/request/client-response-without-complete",
     "resume-position-zero": "rsocket/handshake/client-resume",
     "resumes-after-rejection": "rsocket/handshake/client-resume-rejected",
-    # hunt: new one-bug variants, each with the existing case nearest to it
-    "resume-missed-not-resent": "rsocket/handshake/client-resume",
-    "unknown-stream-payload-closes": "rsocket/request/client-response-without-complete",
-    "complete-alone-is-item": "rsocket/ack-wrap/client-request-n",
+    "unknown-stream-payload-closes": "rsocket/error-disconnect/client-payload-unknown-stream",
+    "complete-alone-is-item": "rsocket/request/client-stream-complete-alone",
     "metadata-push-m-clear": "rsocket/extension-index/client-metadata-push",
-    "never-sends-keepalive": "rsocket/error-disconnect/client-keepalive-echo",
 }
 
 
