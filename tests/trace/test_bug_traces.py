@@ -45,6 +45,7 @@ EXACT = {
                 "error-data-latin1", "first-stream-3",
                 "setup-error-always-closes", "metadata-push-on-stream", "requests-zero", "setup-version-2",
                 "setup-keepalive-zero", "setup-frame-closes", "mime-null-terminated",
+                "request-on-stream-zero-closes",
                 # across connections (conformance/trace/sessions/rsocket.py)
                 "resume-ok-sent-position", "resume-lease-not-restarted"},
 }
@@ -68,7 +69,10 @@ OTHER = {
                 "client/ignorable-ext-closes": "rsocket-unaccounted-ignored",
                 # the case names rsocket-resume-replay, a MAY the profile grades MUST; the MUST the
                 # capture shows broken is that the frames after RESUME_OK go on from the client's position
-                "resume-no-replay": "rsocket-resume-server-implied-position"},
+                "resume-no-replay": "rsocket-resume-server-implied-position",
+                # a METADATA_PUSH with M clear does not decode: the rules file a frame that does not decode
+                # under the framing requirement (Rules.FRAMING), not under the METADATA_PUSH ones the case names
+                "metadata-push-m-clear": "rsocket-frame-length-prefix"},
 }
 #: per protocol, the bugs the passive rules cannot see and why (every bug of a protocol named here
 #: is in EXACT, OTHER or here)
@@ -176,6 +180,20 @@ UNSEEN = {
         "waits-for-complete": "the client treats a response without C as complete or not internally: it sends "
                               "nothing either way",
         "no-request-n": "a requester may request no more: only the testcase knows it wanted all five",
+        "fragmented-request-n-lost": "the server sends fewer items than the fragmented request granted: a stall, "
+                                     "which a trace cannot tell from a stream with nothing to send yet (that "
+                                     "range:3 has three items is the application's)",
+        "fragmented-channel-complete-lost": "the server never completes its side of the channel: when (or whether) "
+                                            "a responder completes is the application's",
+        "fragmented-fnf-not-joined": "a REQUEST_FNF is never answered either way; that the service kept its first "
+                                     "fragment alone shows only in the data last-fnf echoes (application semantics)",
+        "resume-position-counts-keepalive": "the RESUME_OK names more than the capture shows the client sent, which "
+                                            "the session rules read as a connection missing from the capture "
+                                            "(conformance/trace/sessions/rsocket.py judges only a position too low)",
+        "unknown-stream-payload-closes": "the rules judge a close after a CANCEL on a stream not open, not after a "
+                                         "PAYLOAD on a stream id never opened: no rule has that case yet",
+        "complete-alone-is-item": "the client takes the stream's items internally: it sends the same frames either "
+                                  "way (only its exit code differs)",
         "resumes-after-rejection": "a RESUME after ERROR[REJECTED_RESUME] breaks the rule only if the client had "
                                    "read the refusal: its arrival at the client's host is not its application "
                                    "reading it, and a client that gave up waiting on its RESUME and reconnected "
