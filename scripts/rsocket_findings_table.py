@@ -1,7 +1,7 @@
 """Re-run the RSocket suite against the three third-party images and rewrite the grade cells of
 docs/findings/rsocket.md's per-case table ("Every case on the three libraries") from the records.
 
-    python scripts/rsocket_findings_table.py run --out out/rsocket-images [--library rsocket-py]
+    python scripts/rsocket_findings_table.py run --out out/rsocket-images [--library rsocket-py] [-k EXPR]
     python scripts/rsocket_findings_table.py table --runs out/rsocket-images [--write]
     python scripts/rsocket_findings_table.py wire --runs out/rsocket-images rsocket-py CASE [tcp|ws]
 
@@ -12,6 +12,8 @@ with it, and may have died during the one before: rsocket-js 1.0's F-JS1-2 and F
 rsocket-js 0.0.27's F-JS0-4); the table holds the re-runs' grades. A library may have a variant
 image that runs some cases only (rsocket-js 1.0 with its server's resumption on runs the server
 resume cases, `rsocket/handshake/resume-`): its grades replace the library's for those cases.
+`run -k EXPR` runs only the cases that pytest's -k expression selects (a variant's cases: those
+both select); `table` then rewrites the cells of those cases only and keeps every other cell.
 `table` reads the records and prints how each cell's grades differ from the page; with --write it
 rewrites the grades. What a cell names (findings F-..., notes N-...) and the reason column are the
 page's own prose and are kept: the script only reports a non-passing cell that names nothing, and
@@ -75,10 +77,12 @@ def _runs() -> list[tuple[str, str, str, str | None]]:
     return found
 
 
-def run(out: Path, only: str | None) -> None:
+def run(out: Path, only: str | None, selection: str | None = None) -> None:
     for column, name, image, keyword in _runs():
         if only and only not in (name, column):
             continue
+        if selection:
+            keyword = f"({keyword}) and ({selection})" if keyword else selection
         folder = out / name
         _conformance("--target", f"docker:{image}", "--impl-name", name, "--jobs", "1", "--out", str(folder),
                      *(["-k", keyword] if keyword else []))
@@ -258,6 +262,7 @@ def main() -> int:
     run_p = sub.add_parser("run", help="run the suite against each image, one library at a time")
     run_p.add_argument("--out", type=Path, required=True)
     run_p.add_argument("--library", help="one library: its run folder name or page column")
+    run_p.add_argument("-k", dest="keyword", help="pytest -k expression: run these cases only")
     table_p = sub.add_parser("table", help="compare (and with --write rewrite) the page's grade cells")
     table_p.add_argument("--runs", type=Path, required=True)
     table_p.add_argument("--write", action="store_true")
@@ -271,7 +276,7 @@ def main() -> int:
         wire(args.runs, args.library, args.case, args.transport)
         return 0
     if args.command == "run":
-        run(args.out, args.library)
+        run(args.out, args.library, args.keyword)
         return 0
     return table(args.runs, args.write)
 

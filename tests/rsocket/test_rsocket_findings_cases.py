@@ -1,6 +1,6 @@
 """docs/findings/rsocket.md, "Every case on the three libraries": the per-case table stays honest
 without docker. Every rsocket case id of scenarios/rsocket is a row (and no row names a case that is
-gone), every grade cell holds real grades (or NOT-RUN, for a case not yet run against the images), every finding or note a cell names is written up on the
+gone), every grade cell holds real grades, every finding or note a cell names is written up on the
 page, every cell that does not pass names what explains it (a FAILED, NON-STRICT or ERROR cell a
 finding, whose wire log subsection quotes the frames of a case it covers), and a case that passes
 (PASSED or INFORMATIONAL on every transport) on none of the three libraries has a written reason,
@@ -19,13 +19,11 @@ PAGE = docs_dir() / "findings" / "rsocket.md"
 LIBRARIES = ("rsocket-py 0.4.20", "rsocket-js 0.0.27", "rsocket-js 1.0.0-alpha.3")
 GRADES = ("PASSED", "FAILED", "NON-STRICT", "INFORMATIONAL", "UNSUPPORTED", "NOT-APPLICABLE", "ERROR")
 PASSING = {"PASSED", "INFORMATIONAL"}
-# not a grade: a case added after the last image run, not yet run against the library
-NOT_RUN = "NOT-RUN"
 REF = r"(?:F|N)-[A-Z0-9]+-\d+"
 # a cell: one grade for every transport the case ran on, or "tcp: GRADE; ws: GRADE" when they
 # differ; each grade may name the findings (F-...) or notes (N-...) that explain it, in brackets
 PART = rf"(?:(?:tcp|ws): )?(?:{'|'.join(GRADES)})(?: \({REF}(?:, {REF})*\))?"
-CELL = re.compile(rf"{PART}(?:; {PART})*|{NOT_RUN}")
+CELL = re.compile(rf"{PART}(?:; {PART})*")
 
 
 def _cells(line: str) -> list[str]:
@@ -118,8 +116,6 @@ def test_every_cell_that_does_not_pass_names_a_finding_or_note() -> None:
     _, rows = _table()
     for case, cells in rows.items():
         for library, cell in zip(LIBRARIES, cells[1:4]):
-            if cell == NOT_RUN:
-                continue
             for grade, refs in _parts(cell):
                 if grade in PASSING:
                     continue
@@ -165,14 +161,3 @@ def test_every_finding_has_a_wire_log_with_frames_both_ways_or_a_silence() -> No
             f"{ref}: the wire log shows nothing from the library's side"
         assert re.search(r"library bug|peer-program limit|spec ambiguity", log), \
             f"{ref}: the wire log does not say what kind of finding it is"
-
-
-def test_a_case_not_yet_run_says_so() -> None:
-    """NOT-RUN is no grade: a case added after the last image run says so in its reason column, and
-    a row is either run on all three libraries or on none (the next run fills all three)."""
-    _, rows = _table()
-    for case, cells in rows.items():
-        not_run = [cell == NOT_RUN for cell in cells[1:4]]
-        if any(not_run):
-            assert all(not_run), f"{case}: NOT-RUN on some libraries only"
-            assert "not yet run" in cells[4].lower(), f"{case}: NOT-RUN without saying so in the last column"

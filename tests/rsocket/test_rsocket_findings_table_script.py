@@ -84,3 +84,14 @@ def test_whether_a_cell_passes_ignores_the_references_in_brackets() -> None:
     assert table._passes("tcp: PASSED; ws: INFORMATIONAL (N-X-1)")
     assert not table._passes("UNSUPPORTED (N-JS1-1, F-JS1-11)") and not table._passes("tcp: PASSED; ws: FAILED (F-X-1)")
     assert not table._passes("")
+
+
+def test_run_k_selects_cases_and_narrows_a_variant_to_them(tmp_path: Path, monkeypatch) -> None:
+    calls = []
+    monkeypatch.setattr(table, "_conformance", lambda *args: calls.append(args) or 0)
+    table.run(tmp_path, "rsocket-js 1.0.0-alpha.3", "new-case")
+    keywords = [args[args.index("-k") + 1] if "-k" in args else None for args in calls]
+    assert keywords == ["new-case", "(rsocket/handshake/resume-) and (new-case)"]
+    calls.clear()
+    table.run(tmp_path, "rsocket-py", None)  # no -k: the whole suite, as before
+    assert len(calls) == 1 and "-k" not in calls[0]
