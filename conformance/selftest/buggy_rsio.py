@@ -13,6 +13,7 @@ import contextlib
 import re
 
 from reference_impl.common.errors import CodecError, IncompleteFrame
+from reference_impl.common.varint import encode_uvarint
 from reference_impl.rsio import codec
 from reference_impl.rsio.codec import (
     Cancel, ClientHello, Goodbye, OnComplete, OnError, OnNext, OnNextLastPart, OnNextPacked,
@@ -36,7 +37,23 @@ BUGS = {
     "no-goodbye-reply",          # closes on goodbye without answering it
     "id-in-use-replaced",        # a subscribe on an Id in use silently replaces the stream
     "completes-on-eof",          # when the client's side shuts, signals onComplete on streams that never completed
+    "fixed-single-prefixed",     # in fixed-size mode, a lone onNext (not packed) still carries a length prefix
+    "onnext-length-u8",          # writes an onNext element's length as one byte, not a varint (elements of 128+ bytes)
+    "goodbye-keeps-streams",     # answers goodbye but leaves the streams open: elements go on after the goodbye
+    "fixed-past-count",          # packs as many fixed-size elements as demanded, past the N the stream has
+    "packed-count-u8",           # writes onNextPacked's count as one byte, not a varint (128+ elements in one message)
+    "hello-count-u8",            # reads the clientHello's extension count as one byte, not a varint (128+ extensions)
 }
+
+
+def _client_hello_count_u8(buf: bytearray):
+    """clientHello with its Array[Id] count read as one byte (the bug ``hello-count-u8``)."""
+    reader = codec._Reader(buf, 0, codec.DEFAULT_MAX_MESSAGE)
+    reader.varint()  # type 1
+    version = reader.varint()
+    count = reader._take(1)[0]
+    ids = tuple(reader.varint() for _ in range(count))
+    return ClientHello(version, ids), reader.pos
 
 
 def pattern(start: int, length: int) -> bytes:
@@ -62,6 +79,14 @@ class _Connection:
 
     def send(self, message, element_size: int = 0) -> None:
         if not self.closed:
+            if self.bug == "onnext-length-u8" and isinstance(message, OnNext) and not element_size:
+                data = bytes([8]) + encode_uvarint(message.subscriber) + bytes([len(message.element) & 0xFF])
+                self.writer.write(data + message.element)
+                return
+            if self.bug == "packed-count-u8" and isinstance(message, OnNextPacked):
+                data = bytes([11]) + encode_uvarint(message.subscriber) + bytes([len(message.elements) & 0xFF])
+                self.writer.write(data + b"".join(message.elements))
+                return
             self.writer.write(codec.encode_message(message, element_size=element_size))
 
     def close(self, reason: str | None) -> None:
@@ -76,7 +101,10 @@ class _Connection:
         self.buf += data
         while self.buf and not self.closed:
             try:
-                message, end = codec.decode_message(self.buf, 0)
+                if self.bug == "hello-count-u8" and self.buf[0] == 1:
+                    message, end = _client_hello_count_u8(self.buf)
+                else:
+                    message, end = codec.decode_message(self.buf, 0)
             except IncompleteFrame:
                 return
             except CodecError as exc:
@@ -116,6 +144,9 @@ class _Connection:
             if self.bug != "ignores-cancel":
                 self.streams.pop(message.subscriber, None)
         elif isinstance(message, Goodbye):
+            if self.bug == "goodbye-keeps-streams":
+                self.send(Goodbye(""))
+                return
             self.streams.clear()
             self.close(None if self.bug == "no-goodbye-reply" else "")
         else:  # a serverHello, or a publisher's signal: this server subscribes to nothing
@@ -162,13 +193,17 @@ class _Connection:
             s.next += 1
             return True
         if s.kind == "fixed":
-            n = min(s.demand, s.count - s.next, max(1, PACK_BYTES // s.size))
+            left = s.demand if self.bug == "fixed-past-count" else s.count - s.next
+            n = min(s.demand, left, max(1, PACK_BYTES // s.size))
             if n <= 0:
                 return False
             s.demand -= n
             elements = tuple(pattern(k, s.size) for k in range(s.next, s.next + n))
             s.next += n
-            self.send(OnNext(sid, elements[0]) if n == 1 else OnNextPacked(sid, elements), s.size)
+            if n == 1:
+                self.send(OnNext(sid, elements[0]), 0 if self.bug == "fixed-single-prefixed" else s.size)
+            else:
+                self.send(OnNextPacked(sid, elements), s.size)
             return True
         return self.step_large(sid, s)
 

@@ -11,7 +11,8 @@ from unittest import mock
 
 from reference_impl.rsio import client as rsio_client
 from reference_impl.rsio import connection as rsio_connection
-from reference_impl.rsio.codec import OnError, OnNextLastPart, OnNextPart, Request, encode_message
+from reference_impl.rsio import session as rsio_session
+from reference_impl.rsio.codec import Goodbye, OnError, OnNextLastPart, OnNextPart, Request, encode_message
 from reference_impl.rsio.connection import Connection, ConnectionClosed, State
 
 EXTENSION_TYPE_MESSAGE = bytes([64])  # type 64, the first extension type, with no contents
@@ -68,6 +69,20 @@ def _each_part_an_element(self, stream, message):
     return _elements(self, stream, message)
 
 
+async def _goodbye_without_waiting(self, reason=""):
+    if self.conn.state is State.OPEN:
+        self.send(Goodbye(reason))
+    self._lost()
+    await self._close_writer()
+    return True  # counted as orderly, though the peer's goodbye was never awaited
+
+
+def _empty_last_part_skipped(self, stream, message):
+    if isinstance(message, OnNextLastPart) and not message.data:
+        return []  # an empty last part taken for "nothing here": the element is never finished
+    return _elements(self, stream, message)
+
+
 BUGS = {
     "hello-version-1": lambda: mock.patch.object(rsio_connection, "VERSION", 1),
     "accepts-any-version": lambda: mock.patch.object(Connection, "_receive_hello", _any_version_hello),
@@ -79,6 +94,8 @@ BUGS = {
     "on-error-ignored": lambda: mock.patch.object(rsio_client, "_ends", _on_error_not_an_end),
     "parts-not-joined": lambda: mock.patch.object(Connection, "_elements", _each_part_an_element),
     "fixed-size-read-as-prefixed": lambda: mock.patch.object(Connection, "_incoming_element_size", lambda self, sid: 0),
+    "goodbye-no-wait": lambda: mock.patch.object(rsio_session.Session, "goodbye", _goodbye_without_waiting),
+    "empty-last-part-skipped": lambda: mock.patch.object(Connection, "_elements", _empty_last_part_skipped),
 }
 
 

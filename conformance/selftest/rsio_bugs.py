@@ -23,6 +23,12 @@ BUG_TO_CASE = [
     ("demand-wraps", "rsio/ack-wrap/demand-overflow-saturates"),
     ("no-goodbye-reply", "rsio/error-disconnect/goodbye-answered"),
     ("id-in-use-replaced", "rsio/error-disconnect/subscribe-on-id-in-use"),
+    ("fixed-single-prefixed", "rsio/split-message/fixed-size-one-at-a-time"),
+    ("onnext-length-u8", "rsio/split-message/element-300-bytes"),
+    ("goodbye-keeps-streams", "rsio/error-disconnect/no-element-after-goodbye"),
+    ("fixed-past-count", "rsio/split-message/fixed-size-more-demand-than-elements"),
+    ("packed-count-u8", "rsio/split-message/fixed-size-more-demand-than-elements"),
+    ("hello-count-u8", "rsio/handshake/many-extensions-listed"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
@@ -39,6 +45,8 @@ CLIENT_BUG_TO_CASE = {
     "on-error-ignored": "rsio/error-disconnect/client-on-error",
     "parts-not-joined": "rsio/split-message/client-joins-parts",
     "fixed-size-read-as-prefixed": "rsio/split-message/client-fixed-and-packed",
+    "goodbye-no-wait": "rsio/error-disconnect/client-waits-for-goodbye",
+    "empty-last-part-skipped": "rsio/split-message/client-empty-last-part",
 }
 
 
