@@ -57,6 +57,14 @@ def test_rsio_oncomplete_with_a_split_element_unfinished():
     assert _rsio(*steps, _c("cancel", subscriber=1), _s("onComplete", subscriber=1)) == []
 
 
+def test_rsio_elements_may_cross_the_peers_goodbye_but_never_follow_the_senders_own():
+    steps = [_c("subscribe", publisher="p", subscriber=1, initialDemand=5), _s("subscribed", subscriber=1),
+             _c("goodbye", reason="done"), _s("onNext", subscriber=1)]  # in flight when the client's goodbye came
+    assert _rsio(*steps, _s("goodbye", reason="")) == []
+    assert _rsio(*steps, _s("goodbye", reason=""), _s("onNext", subscriber=1)) == [
+        ("server", "rsio-goodbye-closes-streams")]
+
+
 def _hs(required="", optional="", major=1, minor=0):
     return {"frame": "handshake", "major": major, "minor": minor, "required": required, "optional": optional}
 

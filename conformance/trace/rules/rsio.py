@@ -3,7 +3,8 @@ codec; split parts shown one by one as well), then the draft's rules a capture s
 
 * hellos: version 0; a side that receives another version sends goodbye and closes;
 * invalid bytes: the receiver sends goodbye and closes (docs/profiles/rsio.md);
-* goodbye: acknowledged by the peer's goodbye, then the close;
+* goodbye: acknowledged by the peer's goodbye, then the close; nothing for a stream after a
+  side's own goodbye (it closed them all);
 * the client's streams (counted with the reference connection's own Demand): no element beyond
   demand, none after cancel beyond what the client had granted, request(0) never sent and a
   stream it reaches ends (3.9), no request after cancel, a subscribe on an Id in use answered
@@ -91,6 +92,10 @@ class Rules(Base):
             self.goodbye.setdefault(side, ts)
             self.streams.clear()  # a goodbye closes every stream
             return []
+        if side in self.goodbye and "subscriber" in f:
+            # its own goodbye closed every stream, and nothing it sends can pass its goodbye on the way
+            return self._once(side, "rsio-goodbye-closes-streams", f"the {side} sent {kind} for subscriber "
+                              f"{f['subscriber']} after its own goodbye, which closed every stream")
         out = []
         duty = self.must_close.get(side)
         if duty and duty[3] and side not in self.goodbye:
