@@ -40,6 +40,7 @@ BUGS = {
     "only-noop-heard",          # only NOOP and CONNECT count as hearing from a client; SUB/PUT/UNSUB do not
     "unsub-no-separator-ok",    # UNSUB without the empty separator is answered OK (SUB gets ERROR)
     "accepts-version-0.1",      # CONNECT VERSION 0.1 (the draft's own example) is accepted
+    "hello-padding-unchecked",  # CURVE: a HELLO whose anti-amplification padding is not all zero is answered WELCOME
 }
 
 
@@ -174,6 +175,14 @@ class _NoNonceCheckServer(CurveServer):
         super()._check_peer_nonce(nonce)
 
 
+class _HelloPaddingUncheckedServer(CurveServer):
+    def receive(self, body: bytes) -> list[bytes]:
+        name, _ = split_command(body)
+        if name == "HELLO" and len(body) == HELLO_SIZE:
+            body = body[:8] + bytes(72) + body[80:]  # the bug: the padding is skipped, never compared with zeros
+        return super().receive(body)
+
+
 class _SwapConfig(CurveServerConfig):
     server_class = CurveServer
 
@@ -191,6 +200,10 @@ class _NoNonceCheckConfig(_SwapConfig):
     server_class = _NoNonceCheckServer
 
 
+class _HelloPaddingUncheckedConfig(_SwapConfig):
+    server_class = _HelloPaddingUncheckedServer
+
+
 class BuggyServer(Mc0Server):
     def __init__(self, bug: str | None) -> None:
         assert bug is None or bug in BUGS, bug
@@ -202,6 +215,8 @@ class BuggyServer(Mc0Server):
             self.curve = _UncheckedVouchConfig(testkeys.SERVER)
         if bug == "no-nonce-check":
             self.curve = _NoNonceCheckConfig(testkeys.SERVER)
+        if bug == "hello-padding-unchecked":
+            self.curve = _HelloPaddingUncheckedConfig(testkeys.SERVER)
         if bug == "fixed-server-transient":
             self.curve = CurveServerConfig(testkeys.SERVER, transient=KeyPair.generate())
         broker.server = self

@@ -48,6 +48,7 @@ BUGS = {
     "failed-reauth-keeps-auth",  # a failed Authorize after 201 answers 401 but the session stays authenticated
     "reject-ignores-multiple",  # Reject multiple TRUE covers only the sequence it names
     "zmtp-3.1-only",           # refuses a ZMTP 3.0 peer (greeting minor version 0) on both endpoints
+    "authorize-before-open",   # Connection.Authorize is served before Connection.Open (then Profile works, no Open ever)
     "confirm-multiple-exclusive",  # Confirm multiple TRUE covers the Contents before the sequence, not the sequence itself
 }
 
@@ -134,6 +135,13 @@ class _FailedReauthKeepsAuth(ControlSession):
         return reply
 
 
+class _AuthorizeBeforeOpen(ControlSession):
+    def handle(self, request, now):
+        if self.state == "new" and request.key == control.AUTHORIZE:
+            return self._authorize(request, now)  # the bug: the "Open first" check skips Authorize
+        return super().handle(request, now)
+
+
 class _Zmtp31OnlyConnection(Connection):
     def _begin_handshake(self, greeting, now):
         if greeting.minor != 1:
@@ -157,7 +165,8 @@ class BuggyBroker(Broker):
                          "server-final-in-201": _ServerFinalIn201,
                          "port-as-string": _PortAsString, "profile-before-auth": _ProfileBeforeAuth,
                          "case-sensitive-commands": _CaseSensitive,
-                         "failed-reauth-keeps-auth": _FailedReauthKeepsAuth}.get(self.bug or "", ControlSession)
+                         "failed-reauth-keeps-auth": _FailedReauthKeepsAuth,
+                         "authorize-before-open": _AuthorizeBeforeOpen}.get(self.bug or "", ControlSession)
         return session_class(self._control, self._grant)
 
     def _on_command(self, s, cmd, now, out):

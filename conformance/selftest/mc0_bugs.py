@@ -24,6 +24,7 @@ BUG_TO_CASE = [
     ("only-noop-heard", "mc0/error-disconnect/traffic-keeps-client-present"),
     ("unsub-no-separator-ok", "mc0/error-disconnect/missing-separator-sub"),
     ("accepts-version-0.1", "mc0/handshake/connect-version-unknown"),
+    ("hello-padding-unchecked", "mc0/handshake/curve-wrong-server-key"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [

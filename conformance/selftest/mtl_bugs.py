@@ -26,6 +26,7 @@ BUG_TO_CASE = [
     ("reject-ignores-multiple", "mtl/ack-wrap/reject-multiple-recycle"),
     ("zmtp-3.1-only", "mtl/handshake/control-router"),
     ("confirm-multiple-exclusive", "mtl/ack-wrap/confirm-multiple"),
+    ("authorize-before-open", "mtl/handshake/open-first"),
 ]
 #: SHOULD-level bugs: NON-STRICT by default, a failure with --strict
 SHOULD_BUG_TO_CASE = [
