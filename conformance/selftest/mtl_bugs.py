@@ -18,15 +18,14 @@ BUG_TO_CASE = [
     ("port-as-string", "mtl/handshake/writer-lease"),
     ("profile-before-auth", "mtl/handshake/challenge-lists-mechanisms"),
     ("case-sensitive-commands", "mtl/handshake/command-names-case-insensitive"),
-    # hunt-zmtp additions: the case named is the nearest one; the exhaustive self-test says which catch it
-    ("redeliver-drops-properties", "mtl/ack-wrap/unconfirmed-redelivered"),
-    ("confirms-none-writer", "mtl/extension-index/test-profile-two-writers"),
-    ("redeliver-on-none-reader", "mtl/extension-index/test-profile-fan-out"),
-    ("failed-reauth-keeps-auth", "mtl/handshake/plain-bad-password"),
+    ("redeliver-drops-properties", "mtl/ack-wrap/redelivered-with-properties"),
+    ("confirms-none-writer", "mtl/extension-index/test-profile-writer-not-confirmed"),
+    ("redeliver-on-none-reader", "mtl/ack-wrap/none-reader-not-redelivered"),
+    ("failed-reauth-keeps-auth", "mtl/handshake/failed-reauth-unauthenticates"),
     ("reject-ignores-multiple", "mtl/ack-wrap/reject-multiple-recycle"),
-    ("zmtp-3.1-only", "mtl/handshake/control-router"),
+    ("zmtp-3.1-only", "mtl/handshake/zmtp-3-0-client"),
     ("confirm-multiple-exclusive", "mtl/ack-wrap/confirm-multiple"),
-    ("authorize-before-open", "mtl/handshake/open-first"),
+    ("authorize-before-open", "mtl/handshake/authorize-before-open"),
 ]
 #: SHOULD-level bugs: NON-STRICT by default, a failure with --strict
 SHOULD_BUG_TO_CASE = [
