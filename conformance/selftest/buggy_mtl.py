@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reference_impl.common.errors import CodecError
+from reference_impl.common.errors import CodecError, ProtocolViolation
 from reference_impl.mtl import control
-from reference_impl.common.errors import ProtocolViolation
 from reference_impl.mtl.codec import Confirm, Reject
 from reference_impl.mtl.connection import ControlSession, Pending, Profile
 from reference_impl.mtl.control import Reply
