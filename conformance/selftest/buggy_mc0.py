@@ -7,6 +7,8 @@ failure comes from the bug alone.
 
 from __future__ import annotations
 
+import hmac
+
 from nacl import bindings as sodium
 
 from reference_impl.common.errors import CodecError
@@ -14,7 +16,9 @@ from reference_impl.mc0 import codec, testkeys
 from reference_impl.mc0.broker import KNOWN_HEADERS, Broker, Send
 from reference_impl.mc0.server import Mc0Server
 from reference_impl.zmtp.commands import split_command
-from reference_impl.zmtp.curve import HELLO_SIZE, CurveServer, CurveServerConfig
+from reference_impl.zmtp.curve import (
+    HELLO_SIZE, CurveServer, CurveServerConfig, encode_ready, open_cookie, open_initiate, shared_key,
+)
 
 BUGS = {
     "accepts-null",             # serves NULL clients although CURVE is required (the test configuration)
@@ -33,6 +37,8 @@ BUGS = {
     "only-noop-heard",          # only NOOP and CONNECT count as hearing from a client; SUB/PUT/UNSUB do not
     "unsub-no-separator-ok",    # UNSUB without the empty separator is answered OK (SUB gets ERROR)
     "accepts-version-0.1",      # CONNECT VERSION 0.1 (the draft's own example) is accepted
+    "unchecked-vouch",          # CURVE: INITIATE's vouch box is never opened, so any vouch passes
+    "no-nonce-check",           # CURVE: a client MESSAGE whose short nonce does not increase (a replay) is accepted
 }
 
 
@@ -138,6 +144,52 @@ class _UncheckedHelloConfig(CurveServerConfig):
         return plain
 
 
+class _UncheckedVouchServer(CurveServer):
+    def receive(self, body: bytes) -> list[bytes]:
+        name, _ = split_command(body)
+        if self._state != "expect-initiate" or name != "INITIATE":
+            return super().receive(body)
+        # the reference's INITIATE branch, with decode_initiate's vouch check left out (the bug)
+        client_transient, server_transient_secret = open_cookie(body[9:105], self._cookie_key)
+        nonce, client_public, _vouch_nonce, _vouch_box, metadata = open_initiate(
+            body, client_transient, server_transient_secret)
+        self._cookie_key = b""
+        if client_transient != self._client_transient:
+            raise CodecError("bad-cookie", "the cookie names another client transient key")
+        if not hmac.compare_digest(server_transient_secret, self._transient.secret):
+            raise CodecError("bad-cookie", "the cookie names another server transient key")
+        self._check_peer_nonce(nonce)
+        self.peer_user = client_public
+        self.peer_metadata = metadata
+        self._key = shared_key(self._client_transient, self._transient.secret)
+        self.complete = True
+        return [encode_ready(self._next_nonce(), self.metadata, self._key)]
+
+
+class _NoNonceCheckServer(CurveServer):
+    def _check_peer_nonce(self, nonce: int) -> None:
+        if self.complete:
+            return  # the bug: after the handshake a MESSAGE's nonce is never compared with the last one
+        super()._check_peer_nonce(nonce)
+
+
+class _SwapConfig(CurveServerConfig):
+    server_class = CurveServer
+
+    def create(self, metadata) -> CurveServer:
+        plain = super().create(metadata)
+        plain.__class__ = self.server_class
+        return plain
+
+
+class _UncheckedVouchConfig(_SwapConfig):
+    server_class = _UncheckedVouchServer
+
+
+class _NoNonceCheckConfig(_SwapConfig):
+    server_class = _NoNonceCheckServer
+
+
 class BuggyServer(Mc0Server):
     def __init__(self, bug: str | None) -> None:
         assert bug is None or bug in BUGS, bug
@@ -145,6 +197,10 @@ class BuggyServer(Mc0Server):
         super().__init__(broker=broker, allow_null=bug == "accepts-null")
         if bug == "unchecked-hello":
             self.curve = _UncheckedHelloConfig(testkeys.SERVER)
+        if bug == "unchecked-vouch":
+            self.curve = _UncheckedVouchConfig(testkeys.SERVER)
+        if bug == "no-nonce-check":
+            self.curve = _NoNonceCheckConfig(testkeys.SERVER)
         broker.server = self
 
     def crash(self) -> None:

@@ -20,6 +20,8 @@ BUG_TO_CASE = [
     ("only-noop-heard", "mc0/error-disconnect/put-keeps-client-present"),
     ("unsub-no-separator-ok", "mc0/error-disconnect/missing-separator-unsub"),
     ("accepts-version-0.1", "mc0/handshake/connect-version-0.1"),
+    ("unchecked-vouch", "mc0/handshake/curve-forged-vouch"),
+    ("no-nonce-check", "mc0/handshake/curve-replayed-message"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
