@@ -135,6 +135,10 @@ UNSEEN = {
                                     "ends the wait, and a capture cannot tell 'never' from 'later'",
         "fan-out-to-one": "the subscriber left out is another connection, which sees nothing; the observers watch "
                           "one connection each",
+        "unchecked-vouch": "the vouch is boxed between the client's permanent key and the server's short-term key: "
+                           "the key log's session keys cannot open it, so the capture cannot show it forged",
+        "no-nonce-check": "the replayed MESSAGE is the client's fault (its nonce does not increase); the broker's OK "
+                          "answers a request the capture shows, and no rule judges a broker for what it accepts",
     },
     "rsocket": {
         "credit-wraps": "a wrapped credit stalls the stream: the server sends less, never more, and a trace cannot "
