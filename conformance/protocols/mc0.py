@@ -17,7 +17,7 @@ calls ``encode(spec)``).  Steps:
     send: {zmtp: replay}                                             # the last message again, nonce reused
 
 Frames the session reports: ``{zmtp: ready}`` (mechanism, socket_type,
-version), ``{zmtp: error, reason}`` (a ZMTP ERROR command), ``{zmtp: closed,
+version; under CURVE server_transient, the WELCOME's S' as an integer), ``{zmtp: error, reason}`` (a ZMTP ERROR command), ``{zmtp: closed,
 code}`` (our side of ZMTP gave up on what the target sent: mechanism
 mismatch, a box that does not open, ...; never the target's refusal by itself, so
 a case that wants a refusal names the code it accepts), and each message as mc0 fields
@@ -59,7 +59,7 @@ from reference_impl.zmtp.z85 import z85_decode
 HARNESS_MAX_FRAME = 64 * 1024 * 1024
 HANDSHAKE_KEYS = {"zmtp", "mechanism", "server_key", "client_key", "minor", "socket_type", "identity", "vouch"}
 SEND_KEYS = {"verb", "id", "topic", "headers", "positional", "body", "separator", "delimiter", "frames"}
-MATCH_KEYS = {"zmtp", "verb", "id", "topic", "message", "headers", "header_list", "positional", "payload", "parts",
+MATCH_KEYS = {"zmtp", "server_transient", "verb", "id", "topic", "message", "headers", "header_list", "positional", "payload", "parts",
               "separator", "delimiter", "malformed", "mechanism", "socket_type", "version", "reason", "code", "name",
               "as_server"}
 ZMTP_KINDS = ("ready", "error", "closed", "message", "greeting", "command")
@@ -154,7 +154,7 @@ class ZmtpSession:
             vouch = spec.get("vouch", "valid")
             if vouch not in ("valid", "forged"):
                 raise ValueError_(f"vouch {vouch!r}: valid or forged")
-            config = (_ForgedVouchConfig if vouch == "forged" else CurveClientConfig)(
+            config = (_ForgedVouchConfig if vouch == "forged" else _SuiteCurveConfig)(
                 _server_key(spec.get("server_key", "test")), keys)
         elif mechanism == "NULL":
             config = NullConfig()
@@ -170,6 +170,8 @@ class ZmtpSession:
         if isinstance(event, HandshakeComplete):
             fields = {"zmtp": "ready", "mechanism": self.connection.config.name,
                       "socket_type": event.socket_type, "version": "%d.%d" % event.peer_version}
+            if getattr(self.connection.mechanism, "server_transient", b""):
+                fields["server_transient"] = int.from_bytes(self.connection.mechanism.server_transient, "big")
             return Frame(fields, f"ZMTP READY ({fields['mechanism']}, peer {fields['socket_type']}, ZMTP {fields['version']})")
         if isinstance(event, Message):
             return self.decode_message(event.frames)
@@ -218,7 +220,19 @@ class ZmtpSession:
             self.wirelog.note(text)
 
 
-class _ForgedVouchClient(CurveClient):
+class _SuiteCurveClient(CurveClient):
+    """The reference CURVE client, keeping the server's short-term key S' the WELCOME gave (the
+    ``{zmtp: ready}`` frame reports it as ``server_transient``, an integer)."""
+
+    server_transient = b""
+
+    def receive(self, body: bytes) -> list[bytes]:
+        if self._state == "expect-welcome" and split_command(body)[0] == "WELCOME":
+            self.server_transient = decode_welcome(body, self._server_key, self._transient.secret).server_transient
+        return super().receive(body)
+
+
+class _ForgedVouchClient(_SuiteCurveClient):
     """A CURVE client whose INITIATE vouches for another short-term key than its own (RFC 26: the
     vouch box holds C' and S; this one holds a fresh key's public part and S), every other box valid."""
 
@@ -226,6 +240,7 @@ class _ForgedVouchClient(CurveClient):
         if self._state != "expect-welcome":
             return super().receive(body)
         welcome = decode_welcome(body, self._server_key, self._transient.secret)
+        self.server_transient = welcome.server_transient
         self._key = shared_key(welcome.server_transient, self._transient.secret)
         self._state = "expect-ready"
         short = self._next_nonce().to_bytes(8, "big")
@@ -236,11 +251,17 @@ class _ForgedVouchClient(CurveClient):
         return [command_body("INITIATE", welcome.cookie + short + box)]
 
 
-class _ForgedVouchConfig(CurveClientConfig):
+class _SuiteCurveConfig(CurveClientConfig):
+    client_class = _SuiteCurveClient
+
     def create(self, metadata) -> CurveClient:
         client = super().create(metadata)
-        client.__class__ = _ForgedVouchClient
+        client.__class__ = self.client_class
         return client
+
+
+class _ForgedVouchConfig(_SuiteCurveConfig):
+    client_class = _ForgedVouchClient
 
 
 def _server_key(value: Any) -> bytes:

@@ -17,7 +17,7 @@ from reference_impl.mc0.broker import KNOWN_HEADERS, Broker, Send
 from reference_impl.mc0.server import Mc0Server
 from reference_impl.zmtp.commands import split_command
 from reference_impl.zmtp.curve import (
-    HELLO_SIZE, CurveServer, CurveServerConfig, encode_ready, open_cookie, open_initiate, shared_key,
+    HELLO_SIZE, CurveServer, CurveServerConfig, KeyPair, encode_ready, open_cookie, open_initiate, shared_key,
 )
 
 BUGS = {
@@ -39,6 +39,7 @@ BUGS = {
     "accepts-version-0.1",      # CONNECT VERSION 0.1 (the draft's own example) is accepted
     "unchecked-vouch",          # CURVE: INITIATE's vouch box is never opened, so any vouch passes
     "no-nonce-check",           # CURVE: a client MESSAGE whose short nonce does not increase (a replay) is accepted
+    "fixed-server-transient",   # CURVE: one server short-term key pair S' for every connection
 }
 
 
@@ -201,6 +202,8 @@ class BuggyServer(Mc0Server):
             self.curve = _UncheckedVouchConfig(testkeys.SERVER)
         if bug == "no-nonce-check":
             self.curve = _NoNonceCheckConfig(testkeys.SERVER)
+        if bug == "fixed-server-transient":
+            self.curve = CurveServerConfig(testkeys.SERVER, transient=KeyPair.generate())
         broker.server = self
 
     def crash(self) -> None:

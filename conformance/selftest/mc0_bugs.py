@@ -22,6 +22,7 @@ BUG_TO_CASE = [
     ("accepts-version-0.1", "mc0/handshake/connect-version-0.1"),
     ("unchecked-vouch", "mc0/handshake/curve-forged-vouch"),
     ("no-nonce-check", "mc0/handshake/curve-replayed-message"),
+    ("fixed-server-transient", "mc0/handshake/curve-fresh-server-transient"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
