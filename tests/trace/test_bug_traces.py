@@ -139,6 +139,8 @@ UNSEEN = {
                            "the key log's session keys cannot open it, so the capture cannot show it forged",
         "no-nonce-check": "the replayed MESSAGE is the client's fault (its nonce does not increase); the broker's OK "
                           "answers a request the capture shows, and no rule judges a broker for what it accepts",
+        "fixed-server-transient": "S' travels in each connection's WELCOME box, and no rule compares the S' of two "
+                                  "connections (each is valid on its own)",
     },
     "rsocket": {
         "credit-wraps": "a wrapped credit stalls the stream: the server sends less, never more, and a trace cannot "
