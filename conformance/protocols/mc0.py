@@ -13,9 +13,11 @@ calls ``encode(spec)``).  Steps:
     send: {verb: PUT, topic: t, headers: {X-Trace: "1"}, body: hello, id: 7}
     expect: {verb: OK, id: 7}
     send: {hex: "ff 00 ..."}                                         # raw bytes: broken greetings
+    send: {zmtp: handshake, mechanism: CURVE, vouch: forged}         # INITIATE vouches for another C'
+    send: {zmtp: replay}                                             # the last message again, nonce reused
 
 Frames the session reports: ``{zmtp: ready}`` (mechanism, socket_type,
-version), ``{zmtp: error, reason}`` (a ZMTP ERROR command), ``{zmtp: closed,
+version; under CURVE server_transient, the WELCOME's S' as an integer), ``{zmtp: error, reason}`` (a ZMTP ERROR command), ``{zmtp: closed,
 code}`` (our side of ZMTP gave up on what the target sent: mechanism
 mismatch, a box that does not open, ...; never the target's refusal by itself, so
 a case that wants a refusal names the code it accepts), and each message as mc0 fields
@@ -35,6 +37,8 @@ import sys
 import time
 from typing import Any, Callable
 
+from nacl import bindings as sodium
+
 from conformance import wirelog
 from conformance.protocols.base import Frame, ProtocolAdapter
 from conformance.protocols.frame_specs import check_frame_specs
@@ -44,18 +48,18 @@ from reference_impl.mc0 import codec as mc0
 from reference_impl.mc0 import testkeys
 from reference_impl.zmtp.codec import StreamDecoder
 from reference_impl.zmtp.commands import Error as ZmtpError
-from reference_impl.zmtp.commands import Ping, Pong, decode_error, split_command
+from reference_impl.zmtp.commands import Ping, Pong, command_body, decode_error, split_command
 from reference_impl.zmtp.connection import ConnectionClosed, Connection, HandshakeComplete, Message, Phase
-from reference_impl.zmtp.curve import CurveClientConfig, KeyPair
+from reference_impl.zmtp.curve import CurveClient, CurveClientConfig, KeyPair, decode_welcome, shared_key
 from reference_impl.zmtp.greeting import GreetingDecoder
 from reference_impl.zmtp.null import NullConfig
 from reference_impl.zmtp.z85 import z85_decode
 
 # The suite reads up to 64 MiB per frame so a target's oversized replies are graded, not cut off.
 HARNESS_MAX_FRAME = 64 * 1024 * 1024
-HANDSHAKE_KEYS = {"zmtp", "mechanism", "server_key", "client_key", "minor", "socket_type", "identity"}
+HANDSHAKE_KEYS = {"zmtp", "mechanism", "server_key", "client_key", "minor", "socket_type", "identity", "vouch"}
 SEND_KEYS = {"verb", "id", "topic", "headers", "positional", "body", "separator", "delimiter", "frames"}
-MATCH_KEYS = {"zmtp", "verb", "id", "topic", "message", "headers", "header_list", "positional", "payload", "parts",
+MATCH_KEYS = {"zmtp", "server_transient", "verb", "id", "topic", "message", "headers", "header_list", "positional", "payload", "parts",
               "separator", "delimiter", "malformed", "mechanism", "socket_type", "version", "reason", "code", "name",
               "as_server"}
 ZMTP_KINDS = ("ready", "error", "closed", "message", "greeting", "command")
@@ -90,12 +94,18 @@ class ZmtpSession:
         self.connection: Connection | None = None
         self.wirelog = None  # set by the runner: decrypted traffic is noted beside the raw bytes
         self._out = bytearray()
+        self._last_message = b""  # the wire bytes of the last message sent, for {zmtp: replay}
         self._raw_greeting: GreetingDecoder | None = None
         self._raw_frames: StreamDecoder | None = None
 
     # the runner's interface ---------------------------------------------------------
 
     def encode(self, spec: dict[str, Any]) -> list[bytes]:
+        if spec.get("zmtp") == "replay":
+            if not self._last_message:
+                raise ValueError_("{zmtp: replay} sends the last message again: no message was sent yet")
+            self._note(f">> the last message again, octet for octet (its short nonce reused): {len(self._last_message)} octets")
+            return [self._last_message]
         if "zmtp" in spec:
             return [self._start(spec)]
         frames = self.encode_message(spec)
@@ -104,7 +114,8 @@ class ZmtpSession:
             self._note(f"not sent ({state}): {len(frames)} frames")
             return []
         self._note(f">> {self.decode_message(frames)}")
-        return [self.connection.send(Message(frames)).data]
+        self._last_message = self.connection.send(Message(frames)).data
+        return [self._last_message]
 
     def feed(self, data: bytes | str) -> list[Frame]:
         if isinstance(data, str):
@@ -140,7 +151,11 @@ class ZmtpSession:
         if mechanism == "CURVE":
             keys = _client_keys(spec.get("client_key", "test"))
             wirelog.redact(keys.secret)  # never on the wire; never in a wire log (bytes, hex or Z85) either
-            config = CurveClientConfig(_server_key(spec.get("server_key", "test")), keys)
+            vouch = spec.get("vouch", "valid")
+            if vouch not in ("valid", "forged"):
+                raise ValueError_(f"vouch {vouch!r}: valid or forged")
+            config = (_ForgedVouchConfig if vouch == "forged" else _SuiteCurveConfig)(
+                _server_key(spec.get("server_key", "test")), keys)
         elif mechanism == "NULL":
             config = NullConfig()
         else:
@@ -155,6 +170,8 @@ class ZmtpSession:
         if isinstance(event, HandshakeComplete):
             fields = {"zmtp": "ready", "mechanism": self.connection.config.name,
                       "socket_type": event.socket_type, "version": "%d.%d" % event.peer_version}
+            if getattr(self.connection.mechanism, "server_transient", b""):
+                fields["server_transient"] = int.from_bytes(self.connection.mechanism.server_transient, "big")
             return Frame(fields, f"ZMTP READY ({fields['mechanism']}, peer {fields['socket_type']}, ZMTP {fields['version']})")
         if isinstance(event, Message):
             return self.decode_message(event.frames)
@@ -201,6 +218,50 @@ class ZmtpSession:
     def _note(self, text: str) -> None:
         if self.wirelog is not None:
             self.wirelog.note(text)
+
+
+class _SuiteCurveClient(CurveClient):
+    """The reference CURVE client, keeping the server's short-term key S' the WELCOME gave (the
+    ``{zmtp: ready}`` frame reports it as ``server_transient``, an integer)."""
+
+    server_transient = b""
+
+    def receive(self, body: bytes) -> list[bytes]:
+        if self._state == "expect-welcome" and split_command(body)[0] == "WELCOME":
+            self.server_transient = decode_welcome(body, self._server_key, self._transient.secret).server_transient
+        return super().receive(body)
+
+
+class _ForgedVouchClient(_SuiteCurveClient):
+    """A CURVE client whose INITIATE vouches for another short-term key than its own (RFC 26: the
+    vouch box holds C' and S; this one holds a fresh key's public part and S), every other box valid."""
+
+    def receive(self, body: bytes) -> list[bytes]:
+        if self._state != "expect-welcome":
+            return super().receive(body)
+        welcome = decode_welcome(body, self._server_key, self._transient.secret)
+        self.server_transient = welcome.server_transient
+        self._key = shared_key(welcome.server_transient, self._transient.secret)
+        self._state = "expect-ready"
+        short = self._next_nonce().to_bytes(8, "big")
+        vouch = sodium.crypto_box(KeyPair.generate().public + self._server_key, b"VOUCH---" + self._vouch_nonce,
+                                  welcome.server_transient, self._keypair.secret)
+        plain = self._keypair.public + self._vouch_nonce + vouch + self.metadata.encode()
+        box = sodium.crypto_box(plain, b"CurveZMQINITIATE" + short, welcome.server_transient, self._transient.secret)
+        return [command_body("INITIATE", welcome.cookie + short + box)]
+
+
+class _SuiteCurveConfig(CurveClientConfig):
+    client_class = _SuiteCurveClient
+
+    def create(self, metadata) -> CurveClient:
+        client = super().create(metadata)
+        client.__class__ = self.client_class
+        return client
+
+
+class _ForgedVouchConfig(_SuiteCurveConfig):
+    client_class = _ForgedVouchClient
 
 
 def _server_key(value: Any) -> bytes:
@@ -328,8 +389,8 @@ def frame_check(case: dict[str, Any]) -> list[tuple[tuple, str]]:
         unknown = sorted(set(spec) - allowed)
         if unknown:
             return [(path + (unknown[0],), f"unknown mc0 send field {unknown[0]!r} (known: {', '.join(sorted(allowed))})")]
-        if "zmtp" in spec and spec["zmtp"] != "handshake":
-            return [(path + ("zmtp",), "a zmtp send step is {zmtp: handshake, ...}")]
+        if "zmtp" in spec and spec["zmtp"] not in ("handshake", "replay"):
+            return [(path + ("zmtp",), "a zmtp send step is {zmtp: handshake, ...} or {zmtp: replay}")]
         if spec.get("mechanism", "CURVE") not in ("CURVE", "NULL"):
             return [(path + ("mechanism",), 'mechanism is CURVE or "NULL" (quoted: YAML reads a bare NULL as nothing)')]
         if "zmtp" not in spec and "verb" not in spec and "frames" not in spec:

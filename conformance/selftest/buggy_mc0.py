@@ -7,6 +7,8 @@ failure comes from the bug alone.
 
 from __future__ import annotations
 
+import hmac
+
 from nacl import bindings as sodium
 
 from reference_impl.common.errors import CodecError
@@ -14,7 +16,9 @@ from reference_impl.mc0 import codec, testkeys
 from reference_impl.mc0.broker import KNOWN_HEADERS, Broker, Send
 from reference_impl.mc0.server import Mc0Server
 from reference_impl.zmtp.commands import split_command
-from reference_impl.zmtp.curve import HELLO_SIZE, CurveServer, CurveServerConfig
+from reference_impl.zmtp.curve import (
+    HELLO_SIZE, CurveServer, CurveServerConfig, KeyPair, encode_ready, open_cookie, open_initiate, shared_key,
+)
 
 BUGS = {
     "accepts-null",             # serves NULL clients although CURVE is required (the test configuration)
@@ -28,6 +32,14 @@ BUGS = {
     "no-ttl-expiry",            # never finds a silent client absent
     "no-noop",                  # never NOOPs a quiet client (a SHOULD)
     "noop-not-heard",           # a client's NOOP does not count as hearing from it (absent despite heartbeats)
+    # hunt-zmtp additions
+    "empty-topic-wildcard",     # SUB to the empty topic receives every PUT (ZeroMQ's empty SUB prefix)
+    "only-noop-heard",          # only NOOP and CONNECT count as hearing from a client; SUB/PUT/UNSUB do not
+    "unsub-no-separator-ok",    # UNSUB without the empty separator is answered OK (SUB gets ERROR)
+    "accepts-version-0.1",      # CONNECT VERSION 0.1 (the draft's own example) is accepted
+    "unchecked-vouch",          # CURVE: INITIATE's vouch box is never opened, so any vouch passes
+    "no-nonce-check",           # CURVE: a client MESSAGE whose short nonce does not increase (a replay) is accepted
+    "fixed-server-transient",   # CURVE: one server short-term key pair S' for every connection
 }
 
 
@@ -47,7 +59,20 @@ class BuggyBroker(Broker):
             self.server.crash()
             return []
         heard = self.peers[peer].last_heard if peer in self.peers else now
+        msg = _decoded(frames)
+        if self.bug == "accepts-version-0.1" and msg is not None and msg.verb == codec.CONNECT \
+                and msg.header(codec.VERSION) == b"0.1":
+            frames = codec.encode_message(codec.Mc0Message(
+                msg.verb, tuple((k, b"0.3" if k == codec.VERSION else v) for k, v in msg.headers), msg.positional))
+        if self.bug == "unsub-no-separator-ok" and msg is not None and msg.verb == codec.UNSUB \
+                and msg.positional is None:
+            if peer in self.peers:
+                self.peers[peer].last_heard = now
+            return [] if msg.id is None else [Send(peer, codec.encode_message(codec.ok(msg.id)))]
         sends = super().receive(peer, frames, now)
+        if self.bug == "only-noop-heard" and frames[1:2] not in ([codec.NOOP], [codec.CONNECT]) \
+                and peer in self.peers:
+            self.peers[peer].last_heard = heard
         # frames[0] is the empty delimiter, frames[1] the verb (as ok-after-error reads it below)
         if self.bug == "noop-not-heard" and frames[1:2] == [codec.NOOP] and peer in self.peers:
             self.peers[peer].last_heard = heard
@@ -62,6 +87,8 @@ class BuggyBroker(Broker):
         return sends
 
     def matching(self, topic: bytes) -> set:
+        if self.bug == "empty-topic-wildcard":
+            return super().matching(topic) | set(self.subscribers.get(b"", ()))
         if self.bug == "fan-out-to-one":
             return set(list(super().matching(topic))[:1])
         if self.bug != "prefix-match":
@@ -74,6 +101,13 @@ class BuggyBroker(Broker):
                 state.last_heard = max(state.last_heard, now - (state.ttl or 0) / 2)
         sends = super().tick(now)
         return [] if self.bug == "no-noop" else sends
+
+
+def _decoded(frames: list[bytes]):
+    try:
+        return codec.decode_message(frames)
+    except CodecError:
+        return None
 
 
 def _odd_headers(frames: list[bytes]) -> bool:
@@ -111,6 +145,52 @@ class _UncheckedHelloConfig(CurveServerConfig):
         return plain
 
 
+class _UncheckedVouchServer(CurveServer):
+    def receive(self, body: bytes) -> list[bytes]:
+        name, _ = split_command(body)
+        if self._state != "expect-initiate" or name != "INITIATE":
+            return super().receive(body)
+        # the reference's INITIATE branch, with decode_initiate's vouch check left out (the bug)
+        client_transient, server_transient_secret = open_cookie(body[9:105], self._cookie_key)
+        nonce, client_public, _vouch_nonce, _vouch_box, metadata = open_initiate(
+            body, client_transient, server_transient_secret)
+        self._cookie_key = b""
+        if client_transient != self._client_transient:
+            raise CodecError("bad-cookie", "the cookie names another client transient key")
+        if not hmac.compare_digest(server_transient_secret, self._transient.secret):
+            raise CodecError("bad-cookie", "the cookie names another server transient key")
+        self._check_peer_nonce(nonce)
+        self.peer_user = client_public
+        self.peer_metadata = metadata
+        self._key = shared_key(self._client_transient, self._transient.secret)
+        self.complete = True
+        return [encode_ready(self._next_nonce(), self.metadata, self._key)]
+
+
+class _NoNonceCheckServer(CurveServer):
+    def _check_peer_nonce(self, nonce: int) -> None:
+        if self.complete:
+            return  # the bug: after the handshake a MESSAGE's nonce is never compared with the last one
+        super()._check_peer_nonce(nonce)
+
+
+class _SwapConfig(CurveServerConfig):
+    server_class = CurveServer
+
+    def create(self, metadata) -> CurveServer:
+        plain = super().create(metadata)
+        plain.__class__ = self.server_class
+        return plain
+
+
+class _UncheckedVouchConfig(_SwapConfig):
+    server_class = _UncheckedVouchServer
+
+
+class _NoNonceCheckConfig(_SwapConfig):
+    server_class = _NoNonceCheckServer
+
+
 class BuggyServer(Mc0Server):
     def __init__(self, bug: str | None) -> None:
         assert bug is None or bug in BUGS, bug
@@ -118,6 +198,12 @@ class BuggyServer(Mc0Server):
         super().__init__(broker=broker, allow_null=bug == "accepts-null")
         if bug == "unchecked-hello":
             self.curve = _UncheckedHelloConfig(testkeys.SERVER)
+        if bug == "unchecked-vouch":
+            self.curve = _UncheckedVouchConfig(testkeys.SERVER)
+        if bug == "no-nonce-check":
+            self.curve = _NoNonceCheckConfig(testkeys.SERVER)
+        if bug == "fixed-server-transient":
+            self.curve = CurveServerConfig(testkeys.SERVER, transient=KeyPair.generate())
         broker.server = self
 
     def crash(self) -> None:

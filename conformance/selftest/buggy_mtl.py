@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reference_impl.common.errors import CodecError
+from reference_impl.common.errors import CodecError, ProtocolViolation
 from reference_impl.mtl import control
-from reference_impl.mtl.codec import Confirm
-from reference_impl.mtl.connection import ControlSession, Profile
+from reference_impl.mtl.codec import Confirm, Reject
+from reference_impl.mtl.connection import ControlSession, Pending, Profile
 from reference_impl.mtl.control import Reply
 from reference_impl.mtl.sasl import SCRAM_SHA_256, b64decode, b64encode, canonical_mechanism
 from reference_impl.mtl.server import MtlServer, Peer
 from reference_impl.mtl.service import TEST_PROFILES, Broker, BrokerOptions
+from reference_impl.zmtp.connection import Connection
 
 # the timers of the adapter's ref_params, so scenario deadlines fit
 TIMERS = dict(heartbeat_interval=1.0, heartbeat_timeout=2.5, redeliver_after=0.6)
@@ -39,6 +40,15 @@ BUGS = {
     "profile-before-auth",     # after a 401 challenge, grants Connection.Profile to the unauthenticated client
     "case-sensitive-commands", # only the exact spelling Connection.Open etc. is known
     "no-dead-peer",            # never disconnects a silent data peer
+    # hunt-zmtp additions
+    "redeliver-drops-properties",  # confirm-test: a timed-out Content is sent again without its properties
+    "confirms-none-writer",    # Content on a confirm none writer lease is confirmed all the same
+    "redeliver-on-none-reader",  # Content on a confirm none reader lease is kept pending and sent again
+    "failed-reauth-keeps-auth",  # a failed Authorize after 201 answers 401 but the session stays authenticated
+    "reject-ignores-multiple",  # Reject multiple TRUE covers only the sequence it names
+    "zmtp-3.1-only",           # refuses a ZMTP 3.0 peer (greeting minor version 0) on both endpoints
+    "authorize-before-open",   # Connection.Authorize is served before Connection.Open (then Profile works, no Open ever)
+    "confirm-multiple-exclusive",  # Confirm multiple TRUE covers the Contents before the sequence, not the sequence itself
 }
 
 
@@ -115,6 +125,35 @@ class _CaseSensitive(ControlSession):
         return super().handle(request, now)
 
 
+class _FailedReauthKeepsAuth(ControlSession):
+    def _authorize(self, request, now):
+        before = (self.state, self.user)
+        reply = super()._authorize(request, now)
+        if reply.code == 401 and before[0] == "ready":
+            self.state, self.user = before  # the bug: the failed exchange does not undo the earlier success
+        return reply
+
+
+class _AuthorizeBeforeOpen(ControlSession):
+    def handle(self, request, now):
+        if self.state == "new" and request.key == control.AUTHORIZE:
+            return self._authorize(request, now)  # the bug: the "Open first" check skips Authorize
+        return super().handle(request, now)
+
+
+class _Zmtp31OnlyConnection(Connection):
+    def _begin_handshake(self, greeting, now):
+        if greeting.minor != 1:
+            raise ProtocolViolation("unsupported-version", f"ZMTP 3.{greeting.minor} is not 3.1")
+        super()._begin_handshake(greeting, now)
+
+
+class _Zmtp31OnlyPeer(Peer):
+    def __init__(self, server, kind, reader, writer):
+        super().__init__(server, kind, reader, writer)
+        self.zmtp.__class__ = _Zmtp31OnlyConnection
+
+
 class BuggyBroker(Broker):
     def __init__(self, bug: str | None, options: BrokerOptions) -> None:
         super().__init__(options)
@@ -124,13 +163,46 @@ class BuggyBroker(Broker):
         session_class = {"skips-402": _SkipsChallenge, "server-first-no-iterations": _ServerFirstNoIterations,
                          "server-final-in-201": _ServerFinalIn201,
                          "port-as-string": _PortAsString, "profile-before-auth": _ProfileBeforeAuth,
-                         "case-sensitive-commands": _CaseSensitive}.get(self.bug or "", ControlSession)
+                         "case-sensitive-commands": _CaseSensitive,
+                         "failed-reauth-keeps-auth": _FailedReauthKeepsAuth,
+                         "authorize-before-open": _AuthorizeBeforeOpen}.get(self.bug or "", ControlSession)
         return session_class(self._control, self._grant)
 
     def _on_command(self, s, cmd, now, out):
         if self.bug == "ignores-multiple" and isinstance(cmd, Confirm):
             cmd = Confirm(cmd.seq, False)
+        if self.bug == "reject-ignores-multiple" and isinstance(cmd, Reject):
+            cmd = Reject(cmd.seq, False, cmd.recycle)
+        if self.bug == "confirm-multiple-exclusive" and isinstance(cmd, Confirm) and cmd.multiple:
+            if cmd.seq <= 1:
+                return
+            cmd = Confirm(cmd.seq - 1, True)
         super()._on_command(s, cmd, now, out)
+
+    _in_tick = False
+
+    def tick(self, now):
+        self._in_tick = True
+        try:
+            return super().tick(now)
+        finally:
+            self._in_tick = False
+
+    def _deliver_one(self, reader, resource, properties, body, now, out):
+        if self.bug == "redeliver-drops-properties" and self._in_tick:
+            properties = ()
+        super()._deliver_one(reader, resource, properties, body, now, out)
+        if self.bug == "redeliver-on-none-reader" and reader.lease is not None and reader.lease.confirm == "none":
+            reader.pending[reader.last_issued] = Pending(resource, properties, body, now)
+
+    def _content(self, s, cmd, now, out):
+        super()._content(s, cmd, now, out)
+        lease = s.lease
+        if self.bug == "confirms-none-writer" and lease is not None and lease.kind == "writer" \
+                and lease.confirm == "none":
+            resource = cmd.resource or self._only_resource(lease)
+            if resource is not None and lease.covers(resource):
+                out.send(s.key, Confirm(cmd.seq, False))
 
     def _dismiss(self, s, resource):
         if self.bug == "content-after-dismiss":
@@ -178,6 +250,8 @@ class BuggyMtlServer:
         server = self.server_class(BuggyBroker(self.bug, BrokerOptions(profiles=profiles, **timers)))
         if self.bug == "answers-ill-formed":
             server.peer_class = _IllFormedAnswered
+        if self.bug == "zmtp-3.1-only":
+            server.peer_class = _Zmtp31OnlyPeer
         self.server = await server.listen("127.0.0.1", 0)
         self.url = self.server.url
         return self

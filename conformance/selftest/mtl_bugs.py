@@ -18,6 +18,14 @@ BUG_TO_CASE = [
     ("port-as-string", "mtl/handshake/writer-lease"),
     ("profile-before-auth", "mtl/handshake/challenge-lists-mechanisms"),
     ("case-sensitive-commands", "mtl/handshake/command-names-case-insensitive"),
+    ("redeliver-drops-properties", "mtl/ack-wrap/redelivered-with-properties"),
+    ("confirms-none-writer", "mtl/extension-index/test-profile-writer-not-confirmed"),
+    ("redeliver-on-none-reader", "mtl/ack-wrap/none-reader-not-redelivered"),
+    ("failed-reauth-keeps-auth", "mtl/handshake/failed-reauth-unauthenticates"),
+    ("reject-ignores-multiple", "mtl/ack-wrap/reject-multiple-recycle"),
+    ("zmtp-3.1-only", "mtl/handshake/zmtp-3-0-client"),
+    ("confirm-multiple-exclusive", "mtl/ack-wrap/confirm-multiple"),
+    ("authorize-before-open", "mtl/handshake/authorize-before-open"),
 ]
 #: SHOULD-level bugs: NON-STRICT by default, a failure with --strict
 SHOULD_BUG_TO_CASE = [

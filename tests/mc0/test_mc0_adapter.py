@@ -42,7 +42,10 @@ def test_curve_handshake_and_messages_through_the_session() -> None:
     session.feed(greeting)
     frames, events = pump(session, server, hello + session.outgoing())
     assert [f.fields["zmtp"] for f in frames] == ["ready"]
-    assert frames[0].fields == {"zmtp": "ready", "mechanism": "CURVE", "socket_type": "ROUTER", "version": "3.1"}
+    fields = dict(frames[0].fields)
+    # the WELCOME's S', as an integer (a case compares two connections' with min/max)
+    assert fields.pop("server_transient") == int.from_bytes(server.mechanism._transient.public, "big")
+    assert fields == {"zmtp": "ready", "mechanism": "CURVE", "socket_type": "ROUTER", "version": "3.1"}
     assert any(isinstance(e, HandshakeComplete) and e.peer_user == testkeys.CLIENT.public for e in events)
     (data,) = session.encode({"verb": "PUT", "id": 7, "topic": "t", "headers": {"X-A": "b"}, "body": "x"})
     out = server.receive_data(data, time.monotonic())
@@ -50,6 +53,29 @@ def test_curve_handshake_and_messages_through_the_session() -> None:
     reply = server.send(Message([b"", b"OK", b"ID", b"7"])).data
     (ok,) = session.feed(reply)
     assert ADAPTER.matches(normalize({"verb": "OK", "id": 7}), ok)[0]
+
+
+def test_a_replayed_message_and_a_forged_vouch_are_refused_by_the_reference() -> None:
+    session = new_reader("zmtp")
+    server = Connection("ROUTER", CurveServerConfig(testkeys.SERVER))
+    greeting = server.start(time.monotonic()).data
+    with pytest.raises(ValueError_):
+        session.encode({"zmtp": "replay"})  # no message sent yet
+    (hello,) = session.encode({"zmtp": "handshake", "server_key": "test"})
+    session.feed(greeting)
+    pump(session, server, hello + session.outgoing())
+    (data,) = session.encode({"verb": "NOOP", "id": "once"})
+    assert session.encode({"zmtp": "replay"}) == [data]  # octet for octet: its short nonce reused
+    assert server.receive_data(data, time.monotonic()).events == [Message([b"", b"NOOP", b"ID", b"once"])]
+    assert server.receive_data(data, time.monotonic()).events[-1].code == "bad-nonce"
+
+    session = new_reader("zmtp")
+    server = Connection("ROUTER", CurveServerConfig(testkeys.SERVER))
+    greeting = server.start(time.monotonic()).data
+    (hello,) = session.encode({"zmtp": "handshake", "server_key": "test", "vouch": "forged"})
+    session.feed(greeting)
+    frames, events = pump(session, server, hello + session.outgoing())
+    assert events[-1].code == "bad-vouch"
 
 
 def test_wrong_server_key_is_reported_by_the_server_not_the_session() -> None:

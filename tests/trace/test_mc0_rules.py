@@ -108,3 +108,29 @@ def test_a_put_delivered_only_without_its_headers_is_a_finding_at_that_message(t
     # neither delivery is its own: placed at the first (another publisher's is as wrong for this PUT)
     found = _delivery_findings(tmp_path, capsys, [OTHERS, STRIPPED])
     assert len(found) == 1 and "frame 3 " in found[0] and "[X-From=b], the PUT [X-From=a]" in found[0], found
+
+
+def _reply_findings(tmp_path, capsys, moves: list[tuple[str, list[bytes]]]) -> list[str]:
+    """A NULL connection carrying ``moves`` (side, message parts); the FAILED lines of check-trace
+    (NULL's mc0-curve aside)."""
+    head = [("client", _greeting(False) + READY), ("server", _greeting(True) + READY)]
+    pcap = write_pcap(tmp_path / "r.pcap", conversation(CLIENT, SERVER, head + [(s, _message(m)) for s, m in moves]))
+    main(["check-trace", "--port", "9000=mc0", str(pcap)])
+    return [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("  FAILED") and "mc0-curve" not in line]
+
+
+def test_an_ok_to_a_request_the_profile_refuses_is_a_finding(tmp_path, capsys):
+    # profile: "CONNECT VERSION 0.3 (0.2 accepted); another version gets ERROR."; SUB and UNSUB
+    # without the separator before their topics are malformed
+    v01 = [b"", b"CONNECT", b"ID", b"v", b"VERSION", b"0.1"]
+    unsub = [b"", b"UNSUB", b"ID", b"u"]
+    found = _reply_findings(tmp_path, capsys, [("client", v01), ("server", [b"", b"OK", b"ID", b"v"]),
+                                               ("client", unsub), ("server", [b"", b"OK", b"ID", b"u"])])
+    assert len(found) == 2 and "mc0-connect-version" in found[0] and "mc0-unsub" in found[1], found
+    error = [b"", b"ERROR", b"ID", b"v", b"MESSAGE", b"bad version"]
+    assert _reply_findings(tmp_path, capsys, [("client", v01), ("server", error)]) == []
+    # IDs need not be unique: with a NOOP of the same ID outstanding, the OK may be the NOOP's
+    noop = [b"", b"NOOP", b"ID", b"v"]
+    assert _reply_findings(tmp_path, capsys, [("client", v01), ("client", noop), ("server", [b"", b"OK", b"ID", b"v"]),
+                                              ("server", error)]) == []

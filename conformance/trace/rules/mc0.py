@@ -9,6 +9,9 @@ they are reported as not checkable, never skipped silently.  The message rules (
   ERROR, and a broker that ends the connection while one is owed (the client still open) broke it;
 - an OK or ERROR carrying an ID no outstanding request of this connection carried (mc0-id-reply),
   an ERROR without its MESSAGE header (mc0-error);
+- an OK to a request the profile refuses, when every outstanding request with its ID is one: a
+  CONNECT naming a VERSION other than 0.3 and 0.2 (mc0-connect-version), a SUB or UNSUB without the
+  separator before its topics (mc0-sub, mc0-unsub);
 - a MESSAGE for a topic this connection never subscribed to (mc0-put-subscribers; topics match
   exactly), or only subscribed to before it went quiet past twice its TTL (mc0-ttl-absent);
 - a PUT of this connection whose topic and body came back in a MESSAGE, but never with its X-
@@ -196,6 +199,7 @@ class _Messages:
     def __init__(self, rules: Rules) -> None:
         self.rules = rules  # where the frame being judged is (rules.at)
         self.asked: Counter[bytes] = Counter()  # IDs of the client's requests not answered yet
+        self.refusals: dict[bytes, list[str]] = {}  # ID -> the requirement of each outstanding request owed ERROR
         self.owed_errors = 0  # the client's messages that did not decode, not answered by an ERROR yet
         self.subscribed: set[bytes] = set()
         self.lapsed: set[bytes] = set()  # subscriptions dropped by the client's absence
@@ -235,6 +239,9 @@ class _Messages:
     def _request(self, message: codec.Mc0Message):
         if message.id is not None:
             self.asked[message.id] += 1
+            refused = _refusal(message)
+            if refused is not None:
+                self.refusals.setdefault(message.id, []).append(refused)
         if message.verb == codec.CONNECT and message.id is not None:
             ttl = message.header(codec.TTL)
             ms = None if ttl is None else ttl_ms(ttl)  # not int(): it refuses more than 4300 digits
@@ -255,6 +262,12 @@ class _Messages:
             self.noop = ts
         if message.verb in (codec.OK, codec.ERROR) and message.id is not None:
             request_id = message.id
+            refusals = self.refusals.get(request_id, [])
+            if refusals and (message.verb == codec.ERROR or len(refusals) == self.asked[request_id]):
+                refused = refusals.pop(0)  # an OK while other requests have this ID may be theirs
+                if message.verb == codec.OK:
+                    out.append(("server", refused, f"OK ID {request_id[:40]!r} to a request the profile refuses "
+                                f"({_REFUSED[refused]}): it gets ERROR", "client"))
             if self.asked[request_id] > 0:
                 self.asked[request_id] -= 1
             else:
@@ -322,6 +335,21 @@ class _Messages:
                         f"the broker keeps serving"))
         self.ended.add(side)
         return out
+
+
+_REFUSED = {"mc0-connect-version": "a CONNECT VERSION other than 0.3 and 0.2",
+            "mc0-sub": "a SUB without the separator before its topics",
+            "mc0-unsub": "an UNSUB without the separator before its topics"}
+
+
+def _refusal(message: codec.Mc0Message) -> str | None:
+    """The requirement a request breaks that the broker must answer with ERROR, or None."""
+    if message.verb == codec.CONNECT:
+        version = message.header(codec.VERSION)
+        return "mc0-connect-version" if version is not None and version not in codec.ACCEPTED_VERSIONS else None
+    if message.verb in (codec.SUB, codec.UNSUB) and message.positional is None:
+        return "mc0-sub" if message.verb == codec.SUB else "mc0-unsub"
+    return None
 
 
 def _headers(headers) -> str:

@@ -2,7 +2,8 @@
 ZMTP reader for both roles (the client's control requests decoded by the reference control
 codec, everything else by the harness's MTL reader), and what a capture shows of the server:
 an ill-formed control request is dropped, not answered (SHOULD); each reply read against the
-request it answers (REQ replies come in order): a Profile granted after a 401 with no 201 since, a
+request it answers (REQ replies come in order): a request before Connection.Open served (200, 201,
+202 or 402), a Profile granted after a 401 with no 201 since, a
 SCRAM exchange ended by 201 before the client's empty last response, a malformed SCRAM
 server-first, a 202 whose port is not a number, a confirm full lease granted on the spec's "test"
 profile; on a data connection: no Content from a resource after a successful Response to its
@@ -54,6 +55,7 @@ class Rules(Base):
         super().__init__(transport, params)
         self.requests: deque[control.Request] = deque()  # well-formed control requests not yet answered
         self.challenged = False  # the last 401/201 was a 401: the client is not authenticated
+        self.opened = False  # a Connection.Open was answered 201 or 401 (the ZMTP reader saw the connection start)
         self.profile = ""  # the profile the last 200 to Connection.Profile selected
         self.last_client = 0.0  # when the client's last frame ended
         self.dead_after = (params.get("heartbeat_timeout_ms", 15000)
@@ -104,6 +106,11 @@ class Rules(Base):
     def _reply(self, request: control.Request, f):
         code, key = f.get("code"), request.key
         body_of = request.body if isinstance(request.body, dict) else {}
+        if key == control.OPEN and code in (401, 201):
+            self.opened = True
+        elif key != control.OPEN and not self.opened and code in (200, 201, 202, 402):
+            return [("server", "mtl-open-first", f"{request.command} was served ({code}) on a connection whose "
+                     "client never opened it: Connection.Open comes first", "client")]
         if code in (401, 201):
             self.challenged = code == 401
         if key == control.PROFILE and code == 200:
