@@ -35,7 +35,6 @@ BUGS = {
     # hunt-zmtp additions
     "empty-topic-wildcard",     # SUB to the empty topic receives every PUT (ZeroMQ's empty SUB prefix)
     "only-noop-heard",          # only NOOP and CONNECT count as hearing from a client; SUB/PUT/UNSUB do not
-    "unsub-no-separator-ok",    # UNSUB without the empty separator is answered OK (SUB gets ERROR)
     "accepts-version-0.1",      # CONNECT VERSION 0.1 (the draft's own example) is accepted
     "unchecked-vouch",          # CURVE: INITIATE's vouch box is never opened, so any vouch passes
     "no-nonce-check",           # CURVE: a client MESSAGE whose short nonce does not increase (a replay) is accepted
@@ -64,11 +63,6 @@ class BuggyBroker(Broker):
                 and msg.header(codec.VERSION) == b"0.1":
             frames = codec.encode_message(codec.Mc0Message(
                 msg.verb, tuple((k, b"0.3" if k == codec.VERSION else v) for k, v in msg.headers), msg.positional))
-        if self.bug == "unsub-no-separator-ok" and msg is not None and msg.verb == codec.UNSUB \
-                and msg.positional is None:
-            if peer in self.peers:
-                self.peers[peer].last_heard = now
-            return [] if msg.id is None else [Send(peer, codec.encode_message(codec.ok(msg.id)))]
         sends = super().receive(peer, frames, now)
         if self.bug == "only-noop-heard" and frames[1:2] not in ([codec.NOOP], [codec.CONNECT]) \
                 and peer in self.peers:

@@ -18,7 +18,6 @@ BUG_TO_CASE = [
     ("noop-not-heard", "mc0/error-disconnect/traffic-keeps-client-present"),
     ("empty-topic-wildcard", "mc0/pubsub/empty-topic-not-wildcard"),
     ("only-noop-heard", "mc0/error-disconnect/put-keeps-client-present"),
-    ("unsub-no-separator-ok", "mc0/error-disconnect/missing-separator-unsub"),
     ("accepts-version-0.1", "mc0/handshake/connect-version-0.1"),
     ("unchecked-vouch", "mc0/handshake/curve-forged-vouch"),
     ("no-nonce-check", "mc0/handshake/curve-replayed-message"),

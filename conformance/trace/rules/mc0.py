@@ -10,8 +10,7 @@ they are reported as not checkable, never skipped silently.  The message rules (
 - an OK or ERROR carrying an ID no outstanding request of this connection carried (mc0-id-reply),
   an ERROR without its MESSAGE header (mc0-error);
 - an OK to a request the profile refuses, when every outstanding request with its ID is one: a
-  CONNECT naming a VERSION other than 0.3 and 0.2 (mc0-connect-version), a SUB or UNSUB without the
-  separator before its topics (mc0-sub, mc0-unsub);
+  CONNECT naming a VERSION other than 0.3 and 0.2 (mc0-connect-version);
 - a MESSAGE for a topic this connection never subscribed to (mc0-put-subscribers; topics match
   exactly), or only subscribed to before it went quiet past twice its TTL (mc0-ttl-absent);
 - a PUT of this connection whose topic and body came back in a MESSAGE, but never with its X-
@@ -337,9 +336,7 @@ class _Messages:
         return out
 
 
-_REFUSED = {"mc0-connect-version": "a CONNECT VERSION other than 0.3 and 0.2",
-            "mc0-sub": "a SUB without the separator before its topics",
-            "mc0-unsub": "an UNSUB without the separator before its topics"}
+_REFUSED = {"mc0-connect-version": "a CONNECT VERSION other than 0.3 and 0.2"}
 
 
 def _refusal(message: codec.Mc0Message) -> str | None:
@@ -347,8 +344,6 @@ def _refusal(message: codec.Mc0Message) -> str | None:
     if message.verb == codec.CONNECT:
         version = message.header(codec.VERSION)
         return "mc0-connect-version" if version is not None and version not in codec.ACCEPTED_VERSIONS else None
-    if message.verb in (codec.SUB, codec.UNSUB) and message.positional is None:
-        return "mc0-sub" if message.verb == codec.SUB else "mc0-unsub"
     return None
 
 
