@@ -37,8 +37,6 @@ import sys
 import time
 from typing import Any, Callable
 
-from nacl import bindings as sodium
-
 from conformance import wirelog
 from conformance.protocols.base import Frame, ProtocolAdapter
 from conformance.protocols.frame_specs import check_frame_specs
@@ -48,9 +46,9 @@ from reference_impl.mc0 import codec as mc0
 from reference_impl.mc0 import testkeys
 from reference_impl.zmtp.codec import StreamDecoder
 from reference_impl.zmtp.commands import Error as ZmtpError
-from reference_impl.zmtp.commands import Ping, Pong, command_body, decode_error, split_command
+from reference_impl.zmtp.commands import Ping, Pong, decode_error, split_command
 from reference_impl.zmtp.connection import ConnectionClosed, Connection, HandshakeComplete, Message, Phase
-from reference_impl.zmtp.curve import CurveClient, CurveClientConfig, KeyPair, decode_welcome, shared_key
+from reference_impl.zmtp.curve import CurveClient, CurveClientConfig, KeyPair
 from reference_impl.zmtp.greeting import GreetingDecoder
 from reference_impl.zmtp.null import NullConfig
 from reference_impl.zmtp.z85 import z85_decode
@@ -154,7 +152,7 @@ class ZmtpSession:
             vouch = spec.get("vouch", "valid")
             if vouch not in ("valid", "forged"):
                 raise ValueError_(f"vouch {vouch!r}: valid or forged")
-            config = (_ForgedVouchConfig if vouch == "forged" else _SuiteCurveConfig)(
+            config = (_ForgedVouchConfig if vouch == "forged" else CurveClientConfig)(
                 _server_key(spec.get("server_key", "test")), keys)
         elif mechanism == "NULL":
             config = NullConfig()
@@ -220,47 +218,15 @@ class ZmtpSession:
             self.wirelog.note(text)
 
 
-class _SuiteCurveClient(CurveClient):
-    """The reference CURVE client, keeping the server's short-term key S' the WELCOME gave (the
-    ``{zmtp: ready}`` frame reports it as ``server_transient``, an integer)."""
-
-    server_transient = b""
-
-    def receive(self, body: bytes) -> list[bytes]:
-        if self._state == "expect-welcome" and split_command(body)[0] == "WELCOME":
-            self.server_transient = decode_welcome(body, self._server_key, self._transient.secret).server_transient
-        return super().receive(body)
-
-
-class _ForgedVouchClient(_SuiteCurveClient):
+class _ForgedVouchClient(CurveClient):
     """A CURVE client whose INITIATE vouches for another short-term key than its own (RFC 26: the
     vouch box holds C' and S; this one holds a fresh key's public part and S), every other box valid."""
 
-    def receive(self, body: bytes) -> list[bytes]:
-        if self._state != "expect-welcome":
-            return super().receive(body)
-        welcome = decode_welcome(body, self._server_key, self._transient.secret)
-        self.server_transient = welcome.server_transient
-        self._key = shared_key(welcome.server_transient, self._transient.secret)
-        self._state = "expect-ready"
-        short = self._next_nonce().to_bytes(8, "big")
-        vouch = sodium.crypto_box(KeyPair.generate().public + self._server_key, b"VOUCH---" + self._vouch_nonce,
-                                  welcome.server_transient, self._keypair.secret)
-        plain = self._keypair.public + self._vouch_nonce + vouch + self.metadata.encode()
-        box = sodium.crypto_box(plain, b"CurveZMQINITIATE" + short, welcome.server_transient, self._transient.secret)
-        return [command_body("INITIATE", welcome.cookie + short + box)]
+    def _vouched_key(self) -> bytes:
+        return KeyPair.generate().public
 
 
-class _SuiteCurveConfig(CurveClientConfig):
-    client_class = _SuiteCurveClient
-
-    def create(self, metadata) -> CurveClient:
-        client = super().create(metadata)
-        client.__class__ = self.client_class
-        return client
-
-
-class _ForgedVouchConfig(_SuiteCurveConfig):
+class _ForgedVouchConfig(CurveClientConfig):
     client_class = _ForgedVouchClient
 
 

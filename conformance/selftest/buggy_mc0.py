@@ -133,10 +133,7 @@ class _UncheckedHelloServer(CurveServer):
 
 
 class _UncheckedHelloConfig(CurveServerConfig):
-    def create(self, metadata) -> CurveServer:
-        plain = super().create(metadata)
-        plain.__class__ = _UncheckedHelloServer
-        return plain
+    server_class = _UncheckedHelloServer
 
 
 class _UncheckedVouchServer(CurveServer):
@@ -168,20 +165,11 @@ class _NoNonceCheckServer(CurveServer):
         super()._check_peer_nonce(nonce)
 
 
-class _SwapConfig(CurveServerConfig):
-    server_class = CurveServer
-
-    def create(self, metadata) -> CurveServer:
-        plain = super().create(metadata)
-        plain.__class__ = self.server_class
-        return plain
-
-
-class _UncheckedVouchConfig(_SwapConfig):
+class _UncheckedVouchConfig(CurveServerConfig):
     server_class = _UncheckedVouchServer
 
 
-class _NoNonceCheckConfig(_SwapConfig):
+class _NoNonceCheckConfig(CurveServerConfig):
     server_class = _NoNonceCheckServer
 
 

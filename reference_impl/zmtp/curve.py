@@ -209,9 +209,11 @@ class Initiate:
 
 
 def encode_initiate(cookie: bytes, nonce: int, client: KeyPair, client_transient: KeyPair, server_public: bytes,
-                    server_transient: bytes, vouch_nonce: bytes, metadata: Metadata) -> bytes:
+                    server_transient: bytes, vouch_nonce: bytes, metadata: Metadata, vouched: bytes | None = None) -> bytes:
+    """``vouched``: the short-term key the vouch names, C' unless a test forges it."""
     short = _short(nonce)
-    vouch = sodium.crypto_box(client_transient.public + server_public, b"VOUCH---" + vouch_nonce, server_transient, client.secret)
+    vouch = sodium.crypto_box((vouched or client_transient.public) + server_public, b"VOUCH---" + vouch_nonce,
+                              server_transient, client.secret)
     plain = client.public + vouch_nonce + vouch + metadata.encode()
     box = sodium.crypto_box(plain, b"CurveZMQINITIATE" + short, server_transient, client_transient.secret)
     return command_body("INITIATE", cookie + short + box)
@@ -315,7 +317,11 @@ class CurveClient(_CurveMechanism):
         self._transient = transient
         self._vouch_nonce = vouch_nonce
         self._state = "expect-welcome"
+        self.server_transient = b""  # S', from the WELCOME
         _announce("client", transient, server_key)
+
+    def _vouched_key(self) -> bytes:
+        return self._transient.public
 
     def start(self) -> list[bytes]:
         return [encode_hello(self._transient, self._server_key, self._next_nonce())]
@@ -324,10 +330,11 @@ class CurveClient(_CurveMechanism):
         name, _ = split_command(body)
         if self._state == "expect-welcome" and name == "WELCOME":
             welcome = decode_welcome(body, self._server_key, self._transient.secret)
+            self.server_transient = welcome.server_transient
             self._key = shared_key(welcome.server_transient, self._transient.secret)
             self._state = "expect-ready"
             return [encode_initiate(welcome.cookie, self._next_nonce(), self._keypair, self._transient, self._server_key,
-                                    welcome.server_transient, self._vouch_nonce, self.metadata)]
+                                    welcome.server_transient, self._vouch_nonce, self.metadata, self._vouched_key())]
         if self._state == "expect-ready" and name == "READY":
             nonce, self.peer_metadata = decode_ready(body, self._key)
             self._check_peer_nonce(nonce)
@@ -392,9 +399,10 @@ class CurveClientConfig:
     first_nonce: int = 1
     name: ClassVar[str] = "CURVE"
     as_server: ClassVar[bool] = False
+    client_class: ClassVar[type[CurveClient]] = CurveClient  # a test's variant of the client
 
     def create(self, metadata: Metadata) -> CurveClient:
-        return CurveClient(metadata, self.server_key, self.keypair, self.transient or KeyPair.generate(),
+        return self.client_class(metadata, self.server_key, self.keypair, self.transient or KeyPair.generate(),
                            self.vouch_nonce or os.urandom(16), self.first_nonce)
 
 
@@ -411,8 +419,9 @@ class CurveServerConfig:
     first_nonce: int = 1
     name: ClassVar[str] = "CURVE"
     as_server: ClassVar[bool] = True
+    server_class: ClassVar[type[CurveServer]] = CurveServer  # a test's variant of the server
 
     def create(self, metadata: Metadata) -> CurveServer:
-        return CurveServer(metadata, self.keypair, self.authorize, self.transient or KeyPair.generate(),
+        return self.server_class(metadata, self.keypair, self.authorize, self.transient or KeyPair.generate(),
                            self.cookie_key or os.urandom(32), self.welcome_nonce or os.urandom(16),
                            self.cookie_nonce or os.urandom(16), self.first_nonce)

@@ -34,10 +34,14 @@ def pump(session, server: Connection, first: bytes) -> list:
     return frames, server_events
 
 
-def test_curve_handshake_and_messages_through_the_session() -> None:
-    session = new_reader("zmtp")
+def _session_and_curve_server():
+    """The suite's ZMTP session and a reference CURVE server, with the server's greeting."""
     server = Connection("ROUTER", CurveServerConfig(testkeys.SERVER))
-    greeting = server.start(time.monotonic()).data
+    return new_reader("zmtp"), server, server.start(time.monotonic()).data
+
+
+def test_curve_handshake_and_messages_through_the_session() -> None:
+    session, server, greeting = _session_and_curve_server()
     (hello,) = session.encode({"zmtp": "handshake", "mechanism": "CURVE", "server_key": "test"})
     session.feed(greeting)
     frames, events = pump(session, server, hello + session.outgoing())
@@ -56,9 +60,7 @@ def test_curve_handshake_and_messages_through_the_session() -> None:
 
 
 def test_a_replayed_message_and_a_forged_vouch_are_refused_by_the_reference() -> None:
-    session = new_reader("zmtp")
-    server = Connection("ROUTER", CurveServerConfig(testkeys.SERVER))
-    greeting = server.start(time.monotonic()).data
+    session, server, greeting = _session_and_curve_server()
     with pytest.raises(ValueError_):
         session.encode({"zmtp": "replay"})  # no message sent yet
     (hello,) = session.encode({"zmtp": "handshake", "server_key": "test"})
@@ -69,9 +71,7 @@ def test_a_replayed_message_and_a_forged_vouch_are_refused_by_the_reference() ->
     assert server.receive_data(data, time.monotonic()).events == [Message([b"", b"NOOP", b"ID", b"once"])]
     assert server.receive_data(data, time.monotonic()).events[-1].code == "bad-nonce"
 
-    session = new_reader("zmtp")
-    server = Connection("ROUTER", CurveServerConfig(testkeys.SERVER))
-    greeting = server.start(time.monotonic()).data
+    session, server, greeting = _session_and_curve_server()
     (hello,) = session.encode({"zmtp": "handshake", "server_key": "test", "vouch": "forged"})
     session.feed(greeting)
     frames, events = pump(session, server, hello + session.outgoing())
@@ -79,9 +79,7 @@ def test_a_replayed_message_and_a_forged_vouch_are_refused_by_the_reference() ->
 
 
 def test_wrong_server_key_is_reported_by_the_server_not_the_session() -> None:
-    session = new_reader("zmtp")
-    server = Connection("ROUTER", CurveServerConfig(testkeys.SERVER))
-    greeting = server.start(time.monotonic()).data
+    session, server, greeting = _session_and_curve_server()
     (hello,) = session.encode({"zmtp": "handshake", "server_key": "wrong"})
     session.feed(greeting)
     frames, events = pump(session, server, hello + session.outgoing())
