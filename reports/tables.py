@@ -12,6 +12,8 @@ from pyspark.sql import functions as F
 from reports.grades import WORST_FIRST
 
 CASE_KEY = ["implementation", "protocol", "case"]
+#: at most this many case keys with two grades are sent to every task whole (a few MiB)
+MIXED_KEYS_BROADCAST = 100_000
 # One cell per transport: a transport the target does not offer
 # (NOT-APPLICABLE) must not hide the grade of one it does.
 CELL_KEY = [*CASE_KEY, "transport"]
@@ -126,7 +128,15 @@ def new_passes(matrix_cells: DataFrame, baseline_records: DataFrame) -> DataFram
 def flaky(valid: DataFrame) -> DataFrame:
     """Cases whose grade on one transport differed between runs of one implementation version."""
     version_key = ["implementation", "implementationVersion", "protocol", "case", "transport"]
-    per_run = valid.groupBy(*version_key, "run").agg(
+    # Runs' worst grades can differ only where the records hold two grades: the aggregate per run (about a row
+    # per record) is computed for those keys alone, found by one aggregate with a row per key.
+    mixed = valid.groupBy(*version_key).agg(F.min("grade").alias("_low"), F.max("grade").alias("_high"))
+    mixed = mixed.where(F.col("_low") != F.col("_high")).select(*version_key).localCheckpoint()
+    # Counted (a job of its own) so the join can take the keys by broadcast when they are few, as flaky cases
+    # are: a join left to adaptive execution shuffles the records by key before it learns how few they are.
+    if mixed.count() <= MIXED_KEYS_BROADCAST:
+        mixed = F.broadcast(mixed)
+    per_run = valid.join(mixed, version_key, "left_semi").groupBy(*version_key, "run").agg(
         F.max_by("grade", severity(F.col("grade"))).alias("grade"), F.min("family").alias("family")
     )
     return (

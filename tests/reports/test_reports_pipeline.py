@@ -89,6 +89,34 @@ def test_baseline_given_as_run_id_gives_the_same_findings(spark, fixture_root: P
         baseline_records(spark, "no-such-run", valid, schema)
 
 
+@pytest.mark.parametrize("broadcast_keys", [tables.MIXED_KEYS_BROADCAST, 0])
+def test_flaky_equals_its_definition_on_random_records(spark, monkeypatch, broadcast_keys) -> None:
+    """Flaky by its definition, in plain Python: per implementation version, case and transport, the runs'
+    worst grades (a run may grade a case more than once) are not all one grade. Both ways of taking the keys
+    with two grades (sent whole, or joined by shuffle) give it."""
+    import random
+
+    from reports.grades import WORST_FIRST
+
+    monkeypatch.setattr(tables, "MIXED_KEYS_BROADCAST", broadcast_keys)
+    rng = random.Random(17)
+    key_names = ["implementation", "implementationVersion", "protocol", "case", "transport"]
+    rows = []
+    for _ in range(3000):
+        key = (rng.choice("ab"), rng.choice(["1.0", "2.0"]), "stmp", f"stmp/x/c{rng.randrange(40)}", rng.choice(["tcp", "ws"]))
+        grade = rng.choice(["PASSED"] * 6 + ["FAILED", "ERROR", "NON-STRICT"])
+        rows.append((*key, f"r{rng.randrange(6)}", grade, "x"))
+    frame = spark.createDataFrame(rows, [*key_names, "run", "grade", "family"])
+    worst: dict[tuple, dict[str, str]] = {}
+    for *key, run, grade, _family in rows:
+        per_run = worst.setdefault(tuple(key), {})
+        if run not in per_run or WORST_FIRST.index(grade) < WORST_FIRST.index(per_run[run]):
+            per_run[run] = grade
+    expected = {key: (len(runs), sorted(set(runs.values()))) for key, runs in worst.items() if len(set(runs.values())) > 1}
+    got = {tuple(r[k] for k in key_names): (r["runs"], list(r["grades"])) for r in tables.flaky(frame).collect()}
+    assert got == expected and len(expected) > 10
+
+
 def test_flaky_cases_are_grade_changes_within_one_version(report) -> None:
     _, out = report
     flaky = [
