@@ -27,7 +27,8 @@ EXACT = {
              "text-guessed-on-tcp"},  # the last: 0x31 on TCP is a binary header with reserved bit 0 set
     "micromessage2": {"zero-based-ids", "hello-before-check", "server/ignores-error",  # role/: one role's bug
                       "window-overrun", "no-split", "final-takes-server-minor", "no-error-on-other-major",
-                      "drops-server-required", "accepts-lower-major", "ignores-error-once-open"},
+                      "drops-server-required", "accepts-lower-major", "ignores-error-once-open",
+                      "colon-for-equals-accepted"},
     "rsio": {"past-demand", "wrong-version-no-goodbye", "no-close-after-goodbye", "no-goodbye-reply",
              "uses-unlisted-extension", "ignores-cancel", "accepts-request-zero", "mislabels-parts",
              "id-in-use-replaced", "hello-version-1", "accepts-any-version", "ignores-unknown-type",
@@ -141,9 +142,6 @@ UNSEEN = {
                                   "with an ERROR at any time, and its reason is free text",
         "no-handshake-read-timeout": "the server waits on a stalled hello until the suite gives up: the rules keep "
                                      "no read timeout, and the suite's close ends the silence first",
-        "colon-for-equals-accepted": "the rules leave an extension list that does not parse to the codec, which "
-                                     "reads the lists as text: no rule judges the client's final handshake after "
-                                     "the server's colon-form list (one like the other-major rule could)",
     },
     "stmp": {
         "not-found-as-bad-request": "which ACTIONs a server implements is not on the wire: BadRequest is a right "
