@@ -80,8 +80,18 @@ class Observer:
             self.notes.append(Note(self.protocol, self.connection, side, self.boundary[side], reason, self.transport))
         # a session lives on one server: the same key at another address is another session
         where = {"connection": self.connection, "endpoints": self.endpoints, "transport": self.transport}
-        self.facts = [(self.protocol, f"{self.endpoints[SERVER]} {key}", {**fact, **where})
+        self.facts = [(self.protocol, f"{self._server_of(fact)} {key}",
+                       {**{k: v for k, v in fact.items() if k != "server_port"}, **where})
                       for key, fact in self.rules.session_facts()]
+
+    def _server_of(self, fact: dict) -> str:
+        """The server address a fact's session lives at: this connection's, or the same host at the
+        port the fact names (``server_port``: an MTL lease a control connection granted is the
+        session of the data port its 202 named)."""
+        port = fact.get("server_port")
+        if port is None:
+            return self.endpoints[SERVER]
+        return f"{self.endpoints[SERVER].rsplit(':', 1)[0]}:{port}"
 
     # -- decoding ------------------------------------------------------------------------------
 

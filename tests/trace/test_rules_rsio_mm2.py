@@ -96,3 +96,27 @@ def test_mm2_an_extension_id_the_final_message_did_not_give():
     assert _mm2("batch-ack:max-count=3", "", "batch-ack:max-count=3", _ack("client", 1)) == []
     found = _mm2("batch-ack:max-count=3", "", "batch-ack:max-count=3", ("client", {"frame": "extension", "id": 2}))
     assert found == [("client", "mm2-extension-index")]
+
+
+def test_mm2_a_client_answered_by_a_list_that_is_a_syntax_error_refuses_it():
+    # the spec's example form `name:key:value`: the client must send ERROR and disconnect, not its final
+    assert _mm2("", "batch-ack:max-count:100", "batch-ack:max-count=100") == [("client", "mm2-field-restrictions")]
+    assert _mm2("json", "JSON", "json") == [("client", "mm2-field-restrictions")]
+    bad = [("client", _hs()), ("server", _hs("", "json;;ack"))]
+    assert _feed(rules_for("micromessage2", "tcp", {}), [*bad, ("client", _hs("", "json"))]) == [
+        ("client", "mm2-field-restrictions")]
+    # the ERROR it owes, or a close at once (a peer may close any time): nothing to judge
+    assert _feed(rules_for("micromessage2", "tcp", {}), [*bad, ("client", {"frame": "error"})]) == []
+    rules = rules_for("micromessage2", "tcp", {})
+    assert _feed(rules, bad) == [] and [v[:2] for v in rules.on_end("client", 3.0, "FIN", 0)] == []
+
+
+def test_mm2_lists_the_grammar_allows_leave_the_client_free_to_go_on():
+    # one trailing ';', an unknown property, a percent-encoded value: valid lists
+    assert _mm2("", "json;", "json") == []
+    assert _mm2("", "batch-ack:max-count=5,x-note=Hello%20world", "batch-ack:max-count=5") == []
+    # the codec's other errors (a duplicate, a raw character in a value) are not the profile's syntax error
+    assert _mm2("", "json;json", "json") == []
+    # a capture without the client's hello judges no answer to it (the server hello is read as given)
+    assert _feed(rules_for("micromessage2", "tcp", {}), [("server", _hs("batch-ack:max-count:100")),
+                                                         ("client", _hs())]) == []

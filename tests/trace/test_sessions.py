@@ -140,6 +140,83 @@ def test_a_lease_is_not_judged_once_its_holder_may_have_let_it_go():
     assert _lease_findings(_lease_fact(1, (1.0, 200, 1.02)), _lease_fact(2, (1.01, 200, 1.011))) == []
 
 
+def _grant_fact(ts=0.5, kind="writer", confirm="none", ended=None, control_port=3):
+    """A 202 Data Lease on a control connection, as the rules key it at the data port it names."""
+    return {"first_ts": ts, "grant": {"kind": kind, "confirm": confirm, "ts": ts}, "ended": ended, "transport": "tcp",
+            "connection": f"127.0.0.1:{control_port} -> 127.0.0.1:6999", "capture": "c.pcap",
+            "endpoints": {"client": f"127.0.0.1:{control_port}", "server": "127.0.0.1:6999"}}
+
+
+def _holder(client_port=1, asked=1.0, leases=1, complete=True, confirmed=True):
+    """A data connection that presented the lease at ``asked`` (200), sent Content 1 and, if
+    ``confirmed``, got a Confirm of it."""
+    confirms = [{"ts": asked + 0.1, "seq": 1, "at": {"frame": 2, "offset": 40, "end": None}}] if confirmed else []
+    return {**_lease_fact(client_port, (asked, 200, asked + 0.001)), "leases": leases, "complete": complete,
+            "confirms": confirms}
+
+
+def test_a_confirm_on_a_data_connection_holding_a_confirm_none_writer_lease():
+    assert _lease_findings(_grant_fact(), _holder()) == [("mtl-confirm-model", "127.0.0.1:1", 2)]
+    # what a writer lease of confirm full, or a reader lease, gets: nothing to judge
+    assert _lease_findings(_grant_fact(confirm="full"), _holder()) == []
+    assert _lease_findings(_grant_fact(kind="reader"), _holder()) == []
+    assert _lease_findings(_grant_fact(), _holder(confirmed=False)) == []
+
+
+def test_a_confirm_is_not_judged_unless_the_capture_ties_the_lease_to_its_202():
+    # no 202 in the capture (its control connection is missing), or two for the same lease
+    assert _lease_findings(_holder()) == []
+    assert _lease_findings(_grant_fact(), _grant_fact(0.7, confirm="full", control_port=4), _holder()) == []
+    # another lease presented on the data connection, or client frames not seen: its Contents may be under another
+    assert _lease_findings(_grant_fact(), _holder(leases=2)) == []
+    assert _lease_findings(_grant_fact(), _holder(complete=False)) == []
+    # presented before this 202 came, or after its control connection had ended: not proven that 202's lease
+    assert _lease_findings(_grant_fact(ts=1.5), _holder()) == []
+    assert _lease_findings(_grant_fact(ended=0.9), _holder()) == []
+
+
+def _data_connection(*frames, gap=False):
+    """The mtl rules' fact of a data connection fed (side, fields) frames in order."""
+    from conformance.protocols.base import Frame
+    from conformance.trace.rules import rules_for
+    rules = rules_for("mtl", "zmtp", {})
+    rules.new_reader("client"), rules.new_reader("server")
+    for n, (side, fields) in enumerate(frames):
+        rules.at = (n, 10 * n, None)
+        rules.on_frame(side, Frame(fields, ""), 1.0 + n / 100)
+    if gap:
+        rules.on_gap("client")
+    [(_, fact)] = rules.session_facts()
+    return fact
+
+
+LEASED = [("client", {"kind": "lease", "seq": 1, "lease": "L"}), ("server", {"kind": "response", "seq": 1, "code": 200})]
+
+
+def test_the_data_connections_fact_keeps_the_confirms_of_its_contents():
+    content = ("client", {"kind": "content", "seq": 4, "resource": "resource"})
+    fact = _data_connection(*LEASED, content, ("server", {"kind": "confirm", "seq": 4, "multiple": False}))
+    assert (fact["leases"], fact["complete"], [c["seq"] for c in fact["confirms"]]) == (1, True, [4])
+    assert [c["seq"] for c in _data_connection(*LEASED, content, ("server", {"kind": "confirm", "seq": 9,
+                                                                             "multiple": True}))["confirms"]] == [9]
+    # a Confirm of no Content sent, or of one sent before the lease was held, covers nothing of the lease's
+    assert _data_connection(*LEASED, content, ("server", {"kind": "confirm", "seq": 3, "multiple": True}))[
+        "confirms"] == []
+    assert _data_connection(content, *LEASED, ("server", {"kind": "confirm", "seq": 4, "multiple": False}))[
+        "confirms"] == []
+    assert _data_connection(*LEASED, gap=True)["complete"] is False
+
+
+def test_a_202_is_a_session_fact_of_the_data_port_it_names():
+    from conformance.trace.observer import Observer
+    from conformance.trace.rules import rules_for
+    rules = rules_for("mtl", "zmtp", {})
+    rules.grants.append(("lease-1", {"first_ts": 1.0, "server_port": 7000, "grant": {}}))
+    observer = Observer("mtl", "zmtp", ("127.0.0.1", 41000), ("127.0.0.1", 6999), rules)
+    observer.finish()
+    assert [(key, "server_port" in fact) for _, key, fact in observer.facts] == [("127.0.0.1:7000 lease-1", False)]
+
+
 # -- Micromessage2 topics: the checker on facts as conformance/trace/rules/micromessage2.py gives them
 
 def _topic_fact(client_port: int, proven=None, published=(), delivered=(), last_ts=5.0, complete=True):

@@ -3,7 +3,9 @@ reference codec, with the handshakes and large-frame joining; the client's side 
 hello and its final handshake), codec errors naming requirements, and what a capture shows:
 
 * the handshake, judged with the reference negotiation: a side answered by a hello of another
-  major sends ERROR (not its final handshake) and disconnects; the client's final message uses
+  major sends ERROR (not its final handshake) and disconnects; so does a client answered by a
+  server hello whose extension list is a syntax error (a name or property key that is not a FIELD,
+  a property that is not key=value: ERROR + disconnect); the client's final message uses
   the lower version and lists every required extension of both hellos, and activates only
   optional extensions one of them offered;
 * after it, extension frames only on the IDs the final message gave, each sender within the ack
@@ -50,6 +52,19 @@ def _names(text: str) -> list[str] | None:
         return None  # a list that does not parse: the codec's business, not judged here
 
 
+#: the codec's errors of an extension list the profile calls a syntax error (ERROR + disconnect): a
+#: name or key that is not a FIELD, a property that is not key=value (`batch-ack:max-count:100`)
+_SYNTAX_ERRORS = frozenset({"bad-name", "bad-property"})
+
+
+def _syntax_error(text: str) -> CodecError | None:
+    try:
+        parse_extension_list(text)
+    except CodecError as exc:
+        return exc if exc.code in _SYNTAX_ERRORS else None
+    return None
+
+
 class Rules(Base):
     protocol = "micromessage2"
     ERRORS = {
@@ -72,6 +87,7 @@ class Rules(Base):
         self.prompt = params.get("prompt_ms", 1000) / 1000
         self.hellos: dict[str, dict] = {}  # side -> its hello's fields
         self.must_error: str | None = None  # the side answered by a hello of another major
+        self.bad_list: str | None = None  # the server hello's list, a syntax error, the client must refuse
         self.extensions: list[str] | None = None  # the final message's required + optional names: ID - 1
         self.windows: dict[str, ReceiveWindow] = {}  # sender -> its messages the peer has not acked
         self.blind: set[str] = set()
@@ -97,6 +113,9 @@ class Rules(Base):
         if side == self.must_error and kind != "error":
             out += self._once(side, "mm2-version-error", f"the {side} sent a {kind} frame after the {other(side)}'s "
                               f"hello of major {self.hellos[other(side)]['major']}: it must send ERROR and disconnect")
+        if side == "client" and self.bad_list is not None and kind != "error":
+            out += self._once(side, "mm2-field-restrictions", f"the client sent a {kind} frame after the server's "
+                              f"hello listed {self.bad_list}: a syntax error, it must send ERROR and disconnect")
         if kind == "error":
             self.error_at.setdefault(other(side), ts)
             return out
@@ -122,6 +141,10 @@ class Rules(Base):
             if peer in self.hellos and self.hellos[peer]["major"] != f["major"]:
                 # a different major is never compatible: the client, whose turn it is, sends ERROR, not its final
                 self.must_error = "client"
+            if side == "server" and peer in self.hellos:
+                # the client's turn: answered by a list it cannot parse, it sends ERROR, not its final
+                self.bad_list = next((f"{key} {f[key]!r} ({error})" for key in ("required", "optional")
+                                      if (error := _syntax_error(f[key])) is not None), None)
             return []
         if side != "client" or "server" not in self.hellos or self.extensions is not None:
             return []

@@ -9,9 +9,12 @@ server-first, a 202 whose port is not a number, a confirm full lease granted on 
 profile; on a data connection: no Content from a resource after a successful Response to its
 Dismiss, a second Summon of a summoned resource refused, and nothing sent to a peer silent past
 the heartbeat timeout.  Each Lease's Response is a session fact: a lease granted on two data
-connections at once is judged across connections (conformance/trace/sessions/mtl.py).  Not
-seen on the wire: case-insensitive names (a 400 to a spelling cannot be told from a 400 to the
-body), which Contents a Confirm covered."""
+connections at once is judged across connections (conformance/trace/sessions/mtl.py).  So is
+each 202 Data Lease (its lease, port, and the Connection.Reader/Writer's confirm model), keyed
+at the data port it names: the Confirms a data connection's server sends for the client's
+Contents are judged against the confirm model of the lease the connection holds.  Not seen on
+the wire: case-insensitive names (a 400 to a spelling cannot be told from a 400 to the body),
+which Contents a Confirm covered."""
 
 from __future__ import annotations
 
@@ -43,6 +46,8 @@ def _client_frame(parts: list[bytes]) -> Frame:
 
 
 _DATA = set(NAMES.values())  # the data commands (a control reply, a ZMTP command are not)
+#: per connection, at most this many 202 grants, leases presented, Contents and Confirms are kept
+_KEPT = 16
 
 
 class Rules(Base):
@@ -69,6 +74,14 @@ class Rules(Base):
         self.leases: dict[int, tuple[str, float]] = {}  # seq -> (lease, when) of a Lease not yet answered
         self.presented: dict[str, dict] = {}  # lease -> its fact (conformance/trace/sessions/mtl.py)
         self.ends: list[float] = []
+        self.client_gap = False
+        self.reply_ts = 0.0  # when the control reply being read came
+        self.gapped = False  # a side's frames stopped being seen: a reply may not answer the request it follows
+        self.grants: list[tuple[str, dict]] = []  # (lease, its fact) of each 202 Data Lease
+        self.tokens: set[str] = set()  # the leases the client presented on this (data) connection
+        self.held_since: float | None = None  # when the first 2xx Response to a Lease came
+        self.contents: set[int] = set()  # sequences of the client's Contents sent after it
+        self.confirms: list[dict] = []  # the server's Confirms that cover one of those Contents
 
     def new_reader(self, side: str):
         self.readers[side] = ZmtpReader(_client_frame) if side == "client" else new_reader(self.transport)
@@ -87,6 +100,7 @@ class Rules(Base):
             self.last_client = ts
             return self._client(f, kind)
         if kind == "reply":
+            self.reply_ts = ts
             if self.requests:
                 return self._reply(self.requests.popleft(), f)
             if self.ill_formed:
@@ -97,6 +111,12 @@ class Rules(Base):
             self._leased(f, ts)
         elif kind == "response" and f.get("seq") in self.commands:
             return self._response(f)
+        elif kind == "confirm" and self.contents and len(self.confirms) < _KEPT:
+            seq = f.get("seq")
+            if isinstance(seq, int) and (seq in self.contents or (f.get("multiple") is True
+                                                                  and seq >= min(self.contents))):
+                frame, offset, end = self.at
+                self.confirms.append({"ts": ts, "seq": seq, "at": {"frame": frame, "offset": offset, "end": end}})
         out = self._dead_peer(kind, ts)
         if kind == "content" and f.get("resource") in self.dismissed:
             out.append(("server", "mtl-no-content-after-dismiss",
@@ -127,10 +147,22 @@ class Rules(Base):
                 return [("server", "mtl-data-lease",
                          f"the 202 Data Lease carries the port {port!r}, not a JSON number")]
             confirm = body_of.get("confirm")
+            self._granted(key, confirm, f)
             if self.profile.casefold() == "test" and isinstance(confirm, str) and confirm.casefold() == "full":
                 return [("server", "mtl-501", "a confirm full lease was granted (202) on the test profile, which never "
                          "confirms: 501 Not Implemented is required")]
         return []
+
+    def _granted(self, key: str, confirm, f) -> None:
+        """A 202 Data Lease: which lease, at which data port, with which confirm model (for the checks
+        across connections).  Only while every frame of both sides was seen: a REQ socket's reply
+        answers the request before it."""
+        lease, ts = f.get("lease"), self.reply_ts
+        if self.gapped or not isinstance(lease, str) or len(self.grants) >= _KEPT:
+            return
+        kind = "writer" if key == control.WRITER else "reader"
+        self.grants.append((lease, {"first_ts": ts, "server_port": f["port"], "grant": {
+            "kind": kind, "confirm": confirm if isinstance(confirm, str) else None, "ts": ts}}))
 
     def _scram(self, response, code, f):
         """RFC 5802 via the reference's SCRAM client: the server-first answers the client-first in a
@@ -177,11 +209,17 @@ class Rules(Base):
             self.commands[f["seq"]] = (kind, f.get("resource", ""))
         elif kind == "lease" and isinstance(f.get("lease"), str):
             self.leases[f["seq"]] = (f["lease"], self.last_client)
+            self.tokens.add(f["lease"] if len(self.tokens) < _KEPT else "")  # "": more than were kept
+        elif kind == "content" and self.held_since is not None and isinstance(f.get("seq"), int) \
+                and len(self.contents) < 16 * _KEPT:
+            self.contents.add(f["seq"])
         return []
 
     def _leased(self, f, ts: float) -> None:
         """A Response to a Lease: whose lease it granted is for the checks across connections."""
         lease, asked = self.leases.pop(f["seq"])
+        if self.held_since is None and 200 <= int(f.get("code") or 0) < 300:
+            self.held_since = ts
         frame, offset, end = self.at
         fact = self.presented.setdefault(lease, {"first_ts": asked, "answers": [], "dead_after": self.dead_after})
         if len(fact["answers"]) < 8:  # the first few say whose lease it is
@@ -194,7 +232,9 @@ class Rules(Base):
 
     def session_facts(self):
         ended = min(self.ends, default=None)
-        return [(lease, {**fact, "ended": ended}) for lease, fact in self.presented.items()]
+        held = {"leases": len(self.tokens), "confirms": self.confirms, "complete": not self.client_gap}
+        return [(lease, {**fact, **held, "ended": ended}) for lease, fact in self.presented.items()] + \
+            [(lease, {**fact, "ended": ended}) for lease, fact in self.grants]
 
     def _response(self, f):
         kind, resource = self.commands.pop(f["seq"])
@@ -212,6 +252,8 @@ class Rules(Base):
         return []
 
     def on_gap(self, side: str) -> None:
+        self.gapped = True
+        self.client_gap = self.client_gap or side == "client"  # a Lease or Content may be in what is not seen
         self.leases.clear()  # a Response may answer a Lease not seen, or the other way round
         if side == "client":
             self.commands.clear()
