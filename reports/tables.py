@@ -10,6 +10,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from reports.grades import WORST_FIRST
+from reports.load_records import checkpointed
 
 CASE_KEY = ["implementation", "protocol", "case"]
 #: at most this many case keys with two grades are sent to every task whole (a few MiB)
@@ -131,7 +132,7 @@ def flaky(valid: DataFrame) -> DataFrame:
     # Runs' worst grades can differ only where the records hold two grades: the aggregate per run (about a row
     # per record) is computed for those keys alone, found by one aggregate with a row per key.
     mixed = valid.groupBy(*version_key).agg(F.min("grade").alias("_low"), F.max("grade").alias("_high"))
-    mixed = mixed.where(F.col("_low") != F.col("_high")).select(*version_key).localCheckpoint()
+    mixed = checkpointed(mixed.where(F.col("_low") != F.col("_high")).select(*version_key))
     # Counted (a job of its own) so the join can take the keys by broadcast when they are few, as flaky cases
     # are: a join left to adaptive execution shuffles the records by key before it learns how few they are.
     if mixed.count() <= MIXED_KEYS_BROADCAST:
