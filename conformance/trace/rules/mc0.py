@@ -20,6 +20,10 @@ they are reported as not checkable, never skipped silently.  The message rules (
   such MESSAGE);
 - a client with a TTL (from a CONNECT the broker said OK to) quiet for more than twice the TTL
   until the connection ends, without a NOOP from the broker (mc0-noop-timing, SHOULD).
+Across connections (session facts, judged by conformance/trace/sessions/mc0.py): the server
+short-term key S' each WELCOME gave (mc0-curve: new for each connection), and per topic the
+subscriptions the broker acknowledged, the PUTs and the deliveries (mc0-put-subscribers: a PUT
+reaches every subscriber).
 The timed rules allow twice the TTL where the profile says one, for clock skew and a broker's timer
 granularity; a client found absent has no TTL any more (the profile drops it).  Any traffic from
 the client counts as heard, ZMTP PINGs (clear or boxed) too, as the profile says.  Quiet is judged
@@ -30,6 +34,7 @@ while the suite slept is stamped after the client's next message.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass
 
@@ -45,6 +50,9 @@ from conformance.trace.rules import Rules as Base
 _ORDER = [("client", "HELLO"), ("server", "WELCOME"), ("client", "INITIATE"), ("server", "READY")]
 _MESSAGE = b"\x07MESSAGE"
 _KEPT_PUTS = 64  # PUTs remembered for their delivery (X- headers), newest
+_KEPT_TOPICS = 64  # topics of one connection given as session facts, first
+_KEPT_PER_TOPIC = 64  # publications (and four times as many deliveries) of one topic kept in its fact
+_KEPT_REQUESTS = 1024  # requests with ID waiting for their answer, held to tell whose an OK is
 MAX_MESSAGE = HARNESS_MAX_FRAME  # a boxed message's parts held, at most (as the reader's for clear ones)
 
 
@@ -88,6 +96,9 @@ class Rules(Base):
         self.inner: dict[str, list[bytes]] = {"client": [], "server": []}  # parts of a boxed multi-part message
         self.inner_size = {"client": 0, "server": 0}
         self.messages = _Messages(self)
+        self.blind: set[str] = set()  # sides whose frames the rules stopped seeing (a capture gap)
+        self.welcome_at: tuple[float, tuple[int, int, int | None]] | None = None  # (ts, where) of the WELCOME
+        self.server_transient: bytes | None = None  # S', proven this connection's (the session facts)
 
     def new_reader(self, side: str):
         return ZmtpReader(_Message, to_command=_Command)
@@ -115,7 +126,7 @@ class Rules(Base):
         if mechanism != "CURVE":
             return []
         if self.step < len(_ORDER):
-            return self._handshake(side, frame)
+            return self._handshake(side, frame, ts)
         if self.off_step:
             self.encrypted[side] += 1
             return []
@@ -146,7 +157,7 @@ class Rules(Base):
             out += self.messages.on(side, parts, ts)
         return out
 
-    def _handshake(self, side: str, frame):
+    def _handshake(self, side: str, frame, ts: float):
         expected_side, expected = _ORDER[self.step]
         name = frame.name if isinstance(frame, _Command) else "a message"
         if name == "ERROR":  # ZMTP 3.1: either peer MAY end a security handshake that cannot succeed
@@ -164,11 +175,44 @@ class Rules(Base):
             return []
         if self.curve is None:
             self.curve = CurveSession(self.keys)
+        if name == "WELCOME":
+            self.welcome_at = (ts, self.at)
         problems = getattr(self.curve, name.lower())(frame.body)
+        self._proven_transient(name, problems)
         return [(who, "mc0-curve", text) for who, text in problems]
+
+    def _proven_transient(self, name: str, problems) -> None:
+        """S' once the key log proves it this connection's: the WELCOME opened with the client's c'
+        (Box[S' + cookie](S->C'), only the server makes it), or with the server's s' the READY
+        opened under the key of C' and that S' (only the holder of s' makes it: a client's INITIATE
+        boxed to another connection's S' would open under that key too, so it alone proves nothing)."""
+        curve = self.curve
+        if name == "WELCOME" and curve.server_transient:
+            self.server_transient = curve.server_transient
+        elif (name == "READY" and not problems and curve.session is not None and curve.session.role == "server"
+              and curve.key is not None and "server" not in curve.lost):
+            self.server_transient = curve.session.public
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
         return self.messages.end(side, ts, how)
+
+    def on_gap(self, side: str) -> None:
+        self.blind.add(side)
+
+    def seen_whole(self, side: str) -> bool:
+        """Every frame of ``side`` was read and, under CURVE, opened."""
+        lost = self.curve is not None and side in self.curve.lost
+        return side not in self.blind and not self.encrypted[side] and not lost and not self.off_step
+
+    def session_facts(self):
+        out = []
+        if self.server_transient is not None and self.welcome_at is not None and self.curve is not None:
+            ts, (frame, offset, end) = self.welcome_at
+            out.append((f"curve-server-transient {self.server_transient.hex()}", {
+                "kind": "server-transient", "first_ts": ts, "server_transient": self.server_transient.hex(),
+                "client_transient": self.curve.client_transient.hex(),
+                "at": {"frame": frame, "offset": offset, "end": end}}))
+        return out + self.messages.session_facts()
 
     def on_finish_at(self):
         return self.messages.undelivered_headers()
@@ -208,15 +252,29 @@ class _Messages:
         self.noop: float | None = None  # when the broker last sent NOOP
         self.puts: list[_PendingPut] = []  # this connection's PUTs waiting for their delivery
         self.ended: set[str] = set()
+        # -- the session facts of the topics (conformance/trace/sessions/mc0.py) --
+        self.requests: dict[bytes, list[tuple[bytes, tuple[bytes, ...]]]] = {}  # ID -> (verb, SUB topics), oldest first
+        self.waiting = 0  # requests held in self.requests
+        self.requests_lost = False  # more were waiting than held: an OK can no longer be told to be a SUB's
+        self.topics: dict[bytes, dict] = {}  # topic -> its fact
+        self.ended_at: float | None = None  # when either side ended
+        self.last_error: float | None = None  # when the broker last sent ERROR
+        self.asked_ttl = False  # a CONNECT carried TTL: the broker may find the client absent when quiet
+        self.disconnected = False  # the client sent DISCONNECT
+        self.malformed = False  # the client sent a message that does not decode
+        self.server_octets = 0  # of the broker's mc0 messages (with their frame headers, at most 9 octets each)
 
     def on(self, side: str, parts: list[bytes], ts: float):
         if side == "client":
             self._absent(ts)
+        else:
+            self.server_octets += sum(len(part) + 9 for part in parts)
         out = []
         try:
             message = codec.decode_message(parts)
         except CodecError as exc:
             if side == "client":
+                self.malformed = True
                 self.owed_errors += 1
                 request_id = codec.salvage_id(parts)
                 if request_id is not None:
@@ -225,7 +283,9 @@ class _Messages:
             return out + [(side, "mc0-message-structure", f"a message that does not decode ({exc.code}): {exc}")]
         if side == "client":
             self.heard = ts
+            self._pubsub_request(message, ts)
             return out + self._request(message)
+        self._pubsub_reply(message, ts)
         return out + self._reply(message, ts)
 
     def traffic(self, side: str, ts: float) -> None:
@@ -308,6 +368,75 @@ class _Messages:
                                f"with the PUT's own came: they are forwarded untouched, in order")
         return out
 
+    # -- pub/sub: this connection's part of each topic (the checks across connections) ------------
+
+    def _topic(self, topic: bytes, ts: float) -> dict | None:
+        if topic not in self.topics and len(self.topics) < _KEPT_TOPICS:
+            self.topics[topic] = {"kind": "topic", "first_ts": ts, "subscribed": None, "unsubscribed": False,
+                                  "published": [], "delivered": [], "overflow": False}
+        return self.topics.get(topic)
+
+    def _pubsub_request(self, message: codec.Mc0Message, ts: float) -> None:
+        if message.id is not None and not self.requests_lost:
+            topics = tuple(message.positional or ())[:_KEPT_TOPICS] if message.verb == codec.SUB else ()
+            self.requests.setdefault(message.id, []).append((message.verb, topics))
+            self.waiting += 1
+            if self.waiting > _KEPT_REQUESTS:
+                self.requests, self.requests_lost = {}, True
+        topic = message.header(codec.TOPIC)
+        if message.verb == codec.SUB:
+            for subscribed in (message.positional or ())[:_KEPT_TOPICS]:
+                self._topic(subscribed, ts)  # its deliveries are kept from now on, even before the OK
+        elif message.verb == codec.CONNECT and message.header(codec.TTL) is not None:
+            self.asked_ttl = True
+        elif message.verb == codec.DISCONNECT:
+            self.disconnected = True
+        elif message.verb == codec.UNSUB:
+            for unsubscribed in message.positional or ():
+                fact = self._topic(unsubscribed, ts)
+                if fact is not None:
+                    fact["unsubscribed"] = True
+        elif message.verb == codec.PUT and topic is not None and message.positional is not None:
+            fact = self._topic(topic, ts)
+            if fact is not None and len(fact["published"]) < _KEPT_PER_TOPIC:
+                frame, offset, end = self.rules.at
+                fact["published"].append((ts, _digest(topic, message.positional),
+                                          {"frame": frame, "offset": offset, "end": end}))
+
+    def _pubsub_reply(self, message: codec.Mc0Message, ts: float) -> None:
+        if message.verb == codec.ERROR:
+            self.last_error = ts
+        if message.verb in (codec.OK, codec.ERROR) and message.id is not None:
+            waiting = self.requests.get(message.id)
+            if waiting:
+                # the subscription is in place once the broker said OK to the SUB: an OK that can
+                # only be the SUB's (no other request with its ID was waiting)
+                verb, topics = waiting.pop(0)
+                self.waiting -= 1
+                if message.verb == codec.OK and verb == codec.SUB and not waiting:
+                    for subscribed in topics:
+                        fact = self.topics.get(subscribed)
+                        if fact is not None and fact["subscribed"] is None:
+                            fact["subscribed"] = ts
+                if not waiting:
+                    del self.requests[message.id]
+        topic = message.header(codec.TOPIC)
+        if message.verb == codec.MESSAGE and topic is not None and topic in self.topics:
+            fact = self.topics[topic]
+            if len(fact["delivered"]) < 4 * _KEPT_PER_TOPIC:
+                fact["delivered"].append((ts, _digest(topic, message.positional or ())))
+            else:
+                fact["overflow"] = True  # deliveries not kept: whether one came is unknown
+
+    def session_facts(self):
+        rules, params = self.rules, self.rules.params
+        done = {"ended": self.ended_at, "last_error": self.last_error, "asked_ttl": self.asked_ttl,
+                "disconnected": self.disconnected, "malformed": self.malformed, "server_octets": self.server_octets,
+                "whole": rules.seen_whole("client") and rules.seen_whole("server"),
+                "window": max(params.get("prompt_ms", 1000), params.get("reply_ms", 2000)) / 1000}
+        return [(f"topic {topic.hex()}", {**fact, **done}) for topic, fact in self.topics.items()
+                if fact["subscribed"] is not None or fact["published"]]
+
     def undelivered_headers(self):
         """PUTs whose topic and body came back only with other X- headers, the connection over."""
         if not self.ended:
@@ -332,6 +461,8 @@ class _Messages:
             out.append(("server", "mc0-message-structure", f"the broker ended the connection ({how}) owing the ERROR "
                         f"for {self.owed_errors} message(s) that did not decode: a malformed message gets ERROR and "
                         f"the broker keeps serving"))
+        if self.ended_at is None:
+            self.ended_at = ts
         self.ended.add(side)
         return out
 
@@ -345,6 +476,14 @@ def _refusal(message: codec.Mc0Message) -> str | None:
         version = message.header(codec.VERSION)
         return "mc0-connect-version" if version is not None and version not in codec.ACCEPTED_VERSIONS else None
     return None
+
+
+def _digest(topic: bytes, body) -> str:
+    """A publication or delivery by its topic and positional parts (what the MESSAGE carries of the PUT)."""
+    blake = hashlib.blake2b(digest_size=8)
+    for part in (topic, *body):
+        blake.update(len(part).to_bytes(8, "big") + part)
+    return blake.hexdigest()
 
 
 def _headers(headers) -> str:

@@ -27,7 +27,7 @@ from conformance.trace.findings import GRADE_OF_LEVEL, Finding, requirements
 
 #: the protocols whose rules give session facts -> the module that checks them
 CHECKERS = {"rsocket": "conformance.trace.sessions.rsocket", "mtl": "conformance.trace.sessions.mtl",
-            "micromessage2": "conformance.trace.sessions.micromessage2"}
+            "micromessage2": "conformance.trace.sessions.micromessage2", "mc0": "conformance.trace.sessions.mc0"}
 
 
 def findings_of(protocol: str, facts: list[dict]) -> list[tuple[str, Finding]]:
