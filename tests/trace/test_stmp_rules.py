@@ -73,7 +73,8 @@ def test_a_reply_to_an_id_two_outstanding_requests_share_is_not_judged(tmp_path)
 
 def _ping_first(tmp_path, tail, times):
     segments = [*syns(), data(CLIENT, 0, PING), *tail]
-    return _server_findings(write_pcap(tmp_path / "t.pcap", segments, times=[1000 + t for t in (0.0, 0.0, 0.0, *times)]))
+    times = [1000 + t for t in (0.0, 0.0, 0.0, *times)]
+    return _server_findings(write_pcap(tmp_path / "t.pcap", segments, times=times))
 
 
 def test_a_server_that_closes_long_after_an_unanswered_ping_first_is_a_finding(tmp_path):
