@@ -12,7 +12,10 @@ from conformance.protocols.base import Frame
 from conformance.protocols.stmp import HARNESS_MAX_PAYLOAD
 from conformance.trace.rules import Rules as Base, other
 
-_OK, _BAD_REQUEST, _TOO_LARGE, _VERSION_NOT_SUPPORTED = 0x00, 0x20, 0x26, 0x35
+_OK, _BAD_REQUEST, _NOT_FOUND, _TOO_LARGE, _NOT_IMPLEMENTED, _VERSION_NOT_SUPPORTED = 0x00, 0x20, 0x24, 0x26, 0x31, 0x35
+# ACTIONs 0x00..0xFF are the protocol's; 0.1 defines 0x00 (negotiation) alone, so 0x01..0xFF are unknown to every
+# 0.1 server and get NotImplemented (docs/profiles/stmp.md, "Test service")
+_RESERVED = range(0x01, 0x100)
 _RAW = 5
 _VERSION = "0.1"  # the one version docs/profiles/stmp.md defines ("The current version is 0.1")
 
@@ -84,6 +87,12 @@ class Rules(Base):
         self.outstanding = {"client": Counter(), "server": Counter()}  # request IDs a side awaits replies to
         self.responses_sent = {"client": set(), "server": set()}  # IDs of Responses a side sent
         self.offered: list[str] = []
+        self.version = ""  # the version the negotiation's Ok chose
+        # request ID -> the reserved ACTION of the client's one outstanding request with that ID (None: two
+        # outstanding requests share the ID, so which one a Response answers is unknown)
+        self.reserved: dict[int, int | None] = {}
+        # when the client's first message, not the negotiation, arrived, while the server owes it BadRequest and a close
+        self.refusal_owed: float | None = None
         self.refused_id = 0  # the ID an error reply to a first message that is not the negotiation carries
         # the server must close: (requirement, why, when); it may still send one error reply
         self.must_close: tuple[str, str, float] | None = None
@@ -113,6 +122,8 @@ class Rules(Base):
         else:
             out = []
         last[side] = ts
+        if side == "server" and f["kind"] != "ping":
+            self.refusal_owed = None  # the server answered (whatever it sent is judged as its reply)
         if side == "server" and self.must_close is not None:
             return out + self._after_must_close(f)
         if f["kind"] != "ping" and self.first[side]:
@@ -123,7 +134,10 @@ class Rules(Base):
                         "the client sent a ping before its negotiation request"))
             self.first["client"] = False
             self.negotiation, self.refused_id = "refused-first", 0  # a ping is "any other message" too
+            self.refusal_owed = ts
         elif f["kind"] == "request":
+            if side == "client" and self.negotiation == "open":
+                self._note_reserved(f)
             self.outstanding[side][f["id"]] += 1
             if f["id"] == 0:
                 out.append((side, "stmp-request-fields", f"{_show(f)} after the negotiation: "
@@ -148,6 +162,7 @@ class Rules(Base):
                          f"the negotiation request offers {self.offered}, not the profile's version {_VERSION}")]
             return []
         self.negotiation, self.refused_id = "refused-first", f.get("id", 0)
+        self.refusal_owed = ts
         if f["kind"] == "request":
             self.outstanding["client"][f["id"]] += 1
         return [("client", "stmp-negotiation-request", f"the client's first message is {_show(f)}, not the negotiation request")]
@@ -162,6 +177,7 @@ class Rules(Base):
             if f["status"] == _OK:
                 self.negotiation = "open"
                 chosen = f.get("versions") or []
+                self.version = chosen[0] if len(chosen) == 1 else ""
                 if len(chosen) != 1 or self.offered and chosen[0] not in self.offered:
                     return [("server", "stmp-negotiation-ok", f"the negotiation's Ok carries the versions {chosen}, "
                              f"not one of those the client offered ({self.offered})")]
@@ -182,11 +198,34 @@ class Rules(Base):
             return []
         return [("server", "stmp-negotiation-ok", f"the server sent {_show(f)} before the client negotiated")]
 
+    def _note_reserved(self, f) -> None:
+        """Remember a Request with a reserved ACTION the server must answer NotImplemented (judged in
+        _response), unless another request with its ID is outstanding (which it answers is then unknown)."""
+        request_id = f["id"]
+        if request_id in self.reserved or self.outstanding["client"][request_id] > 0:
+            self.reserved[request_id] = None
+        elif f["action"] in _RESERVED:
+            self.reserved[request_id] = f["action"]
+
+    def _reserved_answer(self, f):
+        """A NotFound to a Request with a reserved ACTION (0x01..0xFF, once 0.1 is negotiated): the server
+        says it knows no such ACTION, and an unknown reserved ACTION gets NotImplemented (0x31), not the
+        NotFound of an unknown application ACTION.  Ok, BadRequest or another status is not judged: they
+        do not show the server took the ACTION for an unknown one."""
+        action = self.reserved.pop(f["id"], None) if self.outstanding["client"][f["id"]] <= 1 else None
+        if action is None or f["status"] != _NOT_FOUND or self.version != _VERSION or "client" in self.blind:
+            return []
+        return [("server", "stmp-action-dispatch",
+                 f"{_show(f)} answers Request ACTION {action:#x}: ACTIONs 0x00..0xFF are reserved for the protocol "
+                 f"(0.1 uses 0x00 alone), and an unknown reserved ACTION gets NotImplemented "
+                 f"({_NOT_IMPLEMENTED:#x}), not NotFound")]
+
     def _response(self, side: str, f):
         peer = other(side)
         if self.outstanding[peer][f["id"]] > 0:
+            out = self._reserved_answer(f) if side == "server" and f["id"] in self.reserved else []
             self._answered(peer, f["id"])
-            return []
+            return out
         if side == "server" and self.cut_short:
             # a stream that ends inside a message is closed, a BadRequest first allowed (the profile's
             # answer to every malformed message); not a server error
@@ -213,6 +252,7 @@ class Rules(Base):
         if f["kind"] == "ping":
             return []
         if f["kind"] == "response" and self.outstanding["client"][f["id"]] > 0:
+            self.reserved.pop(f["id"], None)
             self._answered("client", f["id"])  # a reply to a request before the bad bytes
             return []
         if f["kind"] == "response" and self.error_reply_allowed and f["status"] != _OK:
@@ -240,6 +280,8 @@ class Rules(Base):
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
         out = self._silent_client(ts, False)
+        if side == "server" and "server" not in self.closed:
+            out += self._refusal_never_sent(ts, how)
         self.closed.setdefault(side, ts)
         self.cut_short = self.cut_short or side == "client" and pending > 0
         out += self._heartbeat(side, ts) if side == "client" else []
@@ -249,6 +291,19 @@ class Rules(Base):
                 out.append(("server", requirement,
                             f"the server kept the connection open {ts - since:.3f} s after {why}; the client closed it ({how})"))
         return out
+
+    def _refusal_never_sent(self, ts: float, how: str):
+        """The server ends its stream, the client's first message (not the negotiation) still unanswered a
+        prompt after it arrived: that message is owed BadRequest (0x20) and a close, and after its own end
+        the server can send no BadRequest ('later' is over).  Sooner, the server may have closed for its own
+        reasons (its pre-negotiation timeout, any close) before it read the message."""
+        since = self.refusal_owed
+        if since is None or self.blind or ts - since < self.prompt:
+            return []
+        return [("server", "stmp-negotiation-request",
+                 f"the server ended the connection ({how}) {ts - since:.3f} s after the client's first message, "
+                 "which was not the negotiation, without answering it: a message before negotiation gets "
+                 "BadRequest (0x20), then the close")]
 
     def _heartbeat(self, side: str, ts: float):
         """A server silent for two heartbeat intervals while the connection is open breaks
