@@ -24,8 +24,11 @@ frame had used in a connection the capture holds from its SETUP, an EXT or a bad
 a second SETUP, a SETUP sent to a client, a setup ERROR sent to an established client): the
 receiver breaks the rule that says so when its very next move is ERROR[CONNECTION_ERROR] on
 stream 0, or a close while a stream it requested is still open, within ``silence_ms`` (and the
-SETUP's max lifetime, past which either may be a keepalive timeout) and with nothing from the
-sender in between that the move could answer.
+SETUP's max lifetime, past which either may be a keepalive timeout), with nothing from the sender
+in between and no PAYLOAD it received in that window before: an item or answer handed to its
+application may be what made it end the connection (a requester may take two items of five and
+close; ERROR[CONNECTION_ERROR] may just say that the connection ends), before or after the frame
+to ignore came.
 
 Not checked here (see tests/trace/test_bug_traces.py, UNSEEN): what a frame's content should have
 been (routing, echoes, reassembled requests) and a side that stays silent where it should have
@@ -217,6 +220,7 @@ class Rules(Base):
         self.owed: list[_Owed] = []
         self.ignorable: dict[str, _Ignorable | None] = {"client": None, "server": None}  # what each must ignore
         self.ended: dict[str, float | None] = {"client": None, "server": None}
+        self.delivered: dict[str, float | None] = {"client": None, "server": None}  # each side's last PAYLOAD received
         self.last_ts = 0.0
         self.session = {"resumable": False}  # shared with the readers: they count implied positions
         self.readers: dict[str, _Reader] = {}
@@ -239,8 +243,7 @@ class Rules(Base):
         peer = other(side)
         out = [(side, _MONITOR[v.rule], f"{v.rule}: {v.detail}") for v in f.get("monitor", ()) if v.rule in _MONITOR]
         out += self._reaction(side, f, ts)
-        if not (f["type"] == "PAYLOAD" and f["stream"] in self.live[peer] and not out):
-            self.ignorable[peer] = None  # the peer's next move may answer this frame, not the one to ignore
+        self.ignorable[peer] = None  # the peer's next move may answer this frame, not the one to ignore
         if side == "server":
             out += self._answers(f, ts)
         first = side == "client" and self.first is None
@@ -314,6 +317,8 @@ class Rules(Base):
         elif f["type"] == "PAYLOAD" and self._never_used(sid):
             self.ignorable[peer] = _Ignorable("rsocket-payload-unknown",
                                               f"a PAYLOAD on stream {sid}, which no frame had used", ts)
+        elif f["type"] == "PAYLOAD":
+            self.delivered[peer] = ts
         elif f["type"] == "REQUEST_N" and f["n"] == 0 and side == "client" and sid in self.live["client"]:
             self.owed.append(_Owed("rsocket-invalid-stream", f"a REQUEST_N of 0 on stream {sid}: the server's answer is"
                                    f" ERROR[INVALID] on it or ERROR[CONNECTION_ERROR] on 0", ts,
@@ -376,7 +381,7 @@ class Rules(Base):
             return []
         self.ignorable[side] = None
         if f["type"] == "ERROR" and f["stream"] == 0 and f["code"] == codec.CONNECTION_ERROR \
-                and ts - pending.ts < self.reaction:
+                and ts - pending.ts < self.reaction and not self._prompted(side, ts):
             return [(side, pending.requirement, f"ERROR[CONNECTION_ERROR] on stream 0 answering {pending.what}, "
                      "which the receiver must ignore")]
         return []
@@ -386,10 +391,15 @@ class Rules(Base):
         self.last_ts = max(self.last_ts, ts)
         ignored = self.ignorable[side]
         self.ignorable[side] = None
-        if ignored and how == "FIN" and ts - ignored.ts < self.reaction and self.live[side]:
+        if ignored and how == "FIN" and ts - ignored.ts < self.reaction and self.live[side] \
+                and not self._prompted(side, ts):
             return [(side, ignored.requirement, f"the {side} closed the connection {1000 * (ts - ignored.ts):.0f} ms "
                      f"after {ignored.what}, which it must ignore, with stream {min(self.live[side])} still open")]
         return []
+
+    def _prompted(self, side: str, ts: float) -> bool:
+        """A PAYLOAD the side received shortly before ``ts`` may be what its move answers."""
+        return self.delivered[side] is not None and ts - self.delivered[side] < self.reaction
 
     def on_gap(self, side: str) -> None:
         self.cut[side] = True
