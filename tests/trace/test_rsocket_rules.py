@@ -86,3 +86,51 @@ def test_a_short_websocket_message_does_not_stop_the_checks_of_the_next_ones():
     request_n_zero = H("00000001" "1800" "00000000") + b"x"
     found = _ws_findings([SETUP, H("000000"), request_n_zero])
     assert ("client", "rsocket-request-n-positive") in found, found
+
+
+REQUEST_RESPONSE_1 = H("00000001" "1000") + b"echo:x"
+REQUEST_STREAM_1 = H("00000001" "1800" "00000005") + b"range:5"
+PAYLOAD_99 = H("00000063" "2860") + b"stray"  # N|C on stream 99, which no frame had used
+ANSWER_1 = H("00000001" "2860") + b"x"  # N|C: the answer to stream 1
+ITEM_1 = H("00000001" "2820") + b"0"  # N: one item of stream 1, which goes on
+
+
+def test_a_connection_error_right_after_a_payload_on_a_stream_never_used():
+    assert findings(("client", 0, SETUP), ("client", 0, REQUEST_STREAM_1), ("server", 1, PAYLOAD_99),
+                    ("client", 1.01, CONNECTION_ERROR)) == [("client", "rsocket-payload-unknown")]
+    # an item long before is not what it answers
+    assert findings(("client", 0, SETUP), ("client", 0, REQUEST_STREAM_1), ("server", 0.2, ITEM_1),
+                    ("server", 1, PAYLOAD_99), ("client", 1.01, CONNECTION_ERROR)) == [
+        ("client", "rsocket-payload-unknown")]
+    # or a close with its stream still open
+    assert findings(("client", 0, SETUP), ("client", 0, REQUEST_STREAM_1), ("server", 1, PAYLOAD_99),
+                    ("client", 1.01, "FIN")) == [("client", "rsocket-payload-unknown")]
+    # the server's side: a client's PAYLOAD on an odd id it never used
+    assert findings(("client", 0, SETUP), ("client", 1, H("00000005" "2860") + b"x"),
+                    ("server", 1.01, CONNECTION_ERROR)) == [("server", "rsocket-payload-unknown")]
+
+
+def test_what_a_payload_on_a_stream_never_used_does_not_prove():
+    before = [("client", 0, SETUP), ("client", 0, REQUEST_RESPONSE_1), ("server", 1, PAYLOAD_99)]
+    # an answer or item handed to the client's application just before or after the stray PAYLOAD
+    # may be what it ends the connection for (done with its work, or it wanted two items of five)
+    assert findings(*before, ("server", 1, ANSWER_1), ("client", 1.01, CONNECTION_ERROR)) == []
+    stream = [("client", 0, SETUP), ("client", 0, REQUEST_STREAM_1)]
+    assert findings(*stream, ("server", 1, PAYLOAD_99), ("server", 1, ITEM_1), ("client", 1.01, "FIN")) == []
+    assert findings(*stream, ("server", 1, ITEM_1), ("server", 1, PAYLOAD_99), ("client", 1.01, "FIN")) == []
+    assert findings(*stream, ("server", 1, ITEM_1), ("server", 1, CANCEL_41), ("client", 1.01, CONNECTION_ERROR)) == []
+    # long after: a keepalive timeout, or anything else
+    assert findings(*before, ("client", 3, CONNECTION_ERROR)) == []
+    # stream 99 was used before (a request the capture saw): a PAYLOAD on it may be a late one
+    assert findings(("client", 0, SETUP), ("client", 0, REQUEST_STREAM_1), ("client", 0, H("00000063" "1000") + b"x"),
+                    ("server", 0.5, H("00000063" "2c00" "00000201") + b"no"), ("server", 1, PAYLOAD_99),
+                    ("client", 1.01, CONNECTION_ERROR)) == []
+    # a resumed connection goes on with the streams of an earlier one
+    resume = H("00000000" "3400" "0001" "0000" "0002") + b"tk" + bytes(16)
+    resume_ok = H("00000000" "3800") + bytes(8)
+    assert findings(("client", 0, resume), ("server", 0.5, resume_ok), ("server", 1, PAYLOAD_99),
+                    ("client", 1.01, CONNECTION_ERROR)) == []
+    # a SETUP the server may refuse: its ERROR[CONNECTION_ERROR] may answer that
+    assert ("client", "rsocket-payload-unknown") not in findings(
+        ("client", 0, SETUP_KEEPALIVE_0), ("client", 1, H("00000005" "2860") + b"x"),
+        ("server", 1.01, CONNECTION_ERROR))

@@ -19,12 +19,16 @@ pinned reading) and a frame whose metadata length overruns get their ERROR.  An 
 sent is judged only when a side ended the connection and it was watched ``silence_ms`` past
 what asked for it: a capture that stops first may just have missed it.
 
-Frames a receiver must ignore (a CANCEL of a stream it does not have, an EXT or a bad frame with
-I set, a second SETUP, a SETUP sent to a client, a setup ERROR sent to an established client):
-the receiver breaks the rule that says so when its very next move is ERROR[CONNECTION_ERROR] on
+Frames a receiver must ignore (a CANCEL of a stream it does not have, a PAYLOAD on a stream id no
+frame had used in a connection the capture holds from its SETUP, an EXT or a bad frame with I set,
+a second SETUP, a SETUP sent to a client, a setup ERROR sent to an established client): the
+receiver breaks the rule that says so when its very next move is ERROR[CONNECTION_ERROR] on
 stream 0, or a close while a stream it requested is still open, within ``silence_ms`` (and the
-SETUP's max lifetime, past which either may be a keepalive timeout) and with nothing from the
-sender in between that the move could answer.
+SETUP's max lifetime, past which either may be a keepalive timeout), with nothing from the sender
+in between and no PAYLOAD it received in that window before: an item or answer handed to its
+application may be what made it end the connection (a requester may take two items of five and
+close; ERROR[CONNECTION_ERROR] may just say that the connection ends), before or after the frame
+to ignore came.
 
 Not checked here (see tests/trace/test_bug_traces.py, UNSEEN): what a frame's content should have
 been (routing, echoes, reassembled requests) and a side that stays silent where it should have
@@ -84,9 +88,10 @@ class _Reader(RSocketReader):
     positioned frames) and marks each positioned frame it returns with ``pos`` (``_position``),
     a joined message spanning its fragments."""
 
-    def __init__(self, transport: str, monitor: WireMonitor, side: Side, session: dict) -> None:
+    def __init__(self, transport: str, monitor: WireMonitor, side: Side, session: dict, mentioned: set) -> None:
         super().__init__(transport)
         self.monitor, self.side, self.session = monitor, side, session
+        self.mentioned = mentioned  # stream ids of fragments and of frames that do not decode (None: one unknown)
         self.seen: list = []  # the monitor's violations, handed on with the next frame returned
         self.position = 0  # the implied position of what this side sent
         self.ok_at: int | None = None  # the position when RESUME_OK came (the server's count starts there)
@@ -112,11 +117,14 @@ class _Reader(RSocketReader):
                 raise  # no frame boundary after a bad length; a WebSocket message still ends where it ends
             if exc.stream_id:
                 self.monitor.forget(exc.stream_id)
+            self.mentioned.add(exc.stream_id)
             fields = {"type": "INVALID", "stream": exc.stream_id, "frame_type": exc.frame_type,
                       "ignore": exc.ignorable, "error": exc}
             return [Frame(fields, f"rsocket frame that does not decode ({exc.code})")]
         if frame is None:
             return None
+        if getattr(frame, "follows", False):
+            self.mentioned.add(frame.stream_id)  # a message begun: its stream is no longer one never used
         self.seen += self.monitor.observe(self.side, frame)
         if isinstance(frame, codec.Resume) or isinstance(frame, codec.Setup) and frame.resume_token is not None:
             self.session["resumable"] = True
@@ -202,6 +210,7 @@ class Rules(Base):
         self.reaction = self.window  # how soon after a frame to ignore an ERROR or close counts as its answer
         self.monitor = WireMonitor()
         self.first: str | None = None  # the client's first frame type
+        self.set_up = False  # the client's first frame is a SETUP on stream 0 no server may refuse for its fields
         self.refused = False  # the server sent an ERROR on stream 0
         self.served = False  # the server sent a frame that only an established connection carries
         self.client_requested = False
@@ -211,15 +220,17 @@ class Rules(Base):
         self.owed: list[_Owed] = []
         self.ignorable: dict[str, _Ignorable | None] = {"client": None, "server": None}  # what each must ignore
         self.ended: dict[str, float | None] = {"client": None, "server": None}
+        self.delivered: dict[str, float | None] = {"client": None, "server": None}  # each side's last PAYLOAD received
         self.last_ts = 0.0
         self.session = {"resumable": False}  # shared with the readers: they count implied positions
         self.readers: dict[str, _Reader] = {}
         self.fact: dict | None = None  # this connection's part of a resumable session (session_facts)
         self.cut = {"client": False, "server": False}  # a side some of whose frames were not counted
         self.requested: dict[int, int] = {}  # client stream -> where its request ends (implied position)
+        self.mentioned: set = set()  # every stream id any frame (or fragment) of either side carried so far
 
     def new_reader(self, side: str):
-        self.readers[side] = _Reader(self.transport, self.monitor, _SIDE[side], self.session)
+        self.readers[side] = _Reader(self.transport, self.monitor, _SIDE[side], self.session, self.mentioned)
         return self.readers[side]
 
     # -- frames ------------------------------------------------------------------------------
@@ -232,8 +243,7 @@ class Rules(Base):
         peer = other(side)
         out = [(side, _MONITOR[v.rule], f"{v.rule}: {v.detail}") for v in f.get("monitor", ()) if v.rule in _MONITOR]
         out += self._reaction(side, f, ts)
-        if not (f["type"] == "PAYLOAD" and f["stream"] in self.live[peer] and not out):
-            self.ignorable[peer] = None  # the peer's next move may answer this frame, not the one to ignore
+        self.ignorable[peer] = None  # the peer's next move may answer this frame, not the one to ignore
         if side == "server":
             out += self._answers(f, ts)
         first = side == "client" and self.first is None
@@ -278,6 +288,7 @@ class Rules(Base):
             if f[name] == 0:
                 out.append(("client", requirement, f"a SETUP with a {name} of 0: it must be above 0"))
                 refused.append(f"{name} 0")
+        self.set_up = not refused and f["stream"] == 0
         if refused:
             self.owed.append(_Owed("rsocket-setup-refused", f"a SETUP with {', '.join(refused)}: the server's answer "
                                    "is ERROR[INVALID_SETUP|UNSUPPORTED_SETUP] on stream 0", ts,
@@ -303,6 +314,11 @@ class Rules(Base):
                 self.client_requested = True
         elif f["type"] == "CANCEL" and sid not in self.live[side] and sid not in self.live[peer]:
             self.ignorable[peer] = _Ignorable("rsocket-cancel-unknown", f"a CANCEL of stream {sid}, not open", ts)
+        elif f["type"] == "PAYLOAD" and self._never_used(sid):
+            self.ignorable[peer] = _Ignorable("rsocket-payload-unknown",
+                                              f"a PAYLOAD on stream {sid}, which no frame had used", ts)
+        elif f["type"] == "PAYLOAD":
+            self.delivered[peer] = ts
         elif f["type"] == "REQUEST_N" and f["n"] == 0 and side == "client" and sid in self.live["client"]:
             self.owed.append(_Owed("rsocket-invalid-stream", f"a REQUEST_N of 0 on stream {sid}: the server's answer is"
                                    f" ERROR[INVALID] on it or ERROR[CONNECTION_ERROR] on 0", ts,
@@ -312,7 +328,17 @@ class Rules(Base):
             self.live[peer].pop(sid, None)
         elif f["type"] == "PAYLOAD" and (f["complete"] or self.live[peer].get(sid) == "REQUEST_RESPONSE"):
             self.live[peer].pop(sid, None)  # the responder's last PAYLOAD (a response is always the last)
+        self.mentioned.add(sid)
         return out
+
+    def _never_used(self, sid: int) -> bool:
+        """The capture proves no frame of this connection used ``sid`` before: it holds the connection
+        from its SETUP (not a RESUME, which goes on with streams of an earlier connection) with no
+        gap, and no frame of either side (a fragment, one that did not decode) carried that id.  Not
+        after a SETUP the server may refuse, nor once the server sent an ERROR on stream 0: its
+        connection ends, and an ERROR[CONNECTION_ERROR] may say so."""
+        return (self.set_up and not self.refused and not any(self.cut.values())
+                and sid not in self.mentioned and None not in self.mentioned)
 
     def _invalid(self, side: str, f, ts: float, first: bool):
         exc, peer = f["error"], other(side)
@@ -355,7 +381,7 @@ class Rules(Base):
             return []
         self.ignorable[side] = None
         if f["type"] == "ERROR" and f["stream"] == 0 and f["code"] == codec.CONNECTION_ERROR \
-                and ts - pending.ts < self.reaction:
+                and ts - pending.ts < self.reaction and not self._prompted(side, ts):
             return [(side, pending.requirement, f"ERROR[CONNECTION_ERROR] on stream 0 answering {pending.what}, "
                      "which the receiver must ignore")]
         return []
@@ -365,10 +391,15 @@ class Rules(Base):
         self.last_ts = max(self.last_ts, ts)
         ignored = self.ignorable[side]
         self.ignorable[side] = None
-        if ignored and how == "FIN" and ts - ignored.ts < self.reaction and self.live[side]:
+        if ignored and how == "FIN" and ts - ignored.ts < self.reaction and self.live[side] \
+                and not self._prompted(side, ts):
             return [(side, ignored.requirement, f"the {side} closed the connection {1000 * (ts - ignored.ts):.0f} ms "
                      f"after {ignored.what}, which it must ignore, with stream {min(self.live[side])} still open")]
         return []
+
+    def _prompted(self, side: str, ts: float) -> bool:
+        """A PAYLOAD the side received shortly before ``ts`` may be what its move answers."""
+        return self.delivered[side] is not None and ts - self.delivered[side] < self.reaction
 
     def on_gap(self, side: str) -> None:
         self.cut[side] = True
