@@ -224,10 +224,14 @@ def decode_initiate(body: bytes, cookie_key: bytes, server_public: bytes) -> Ini
     _expect(body, b"\x08INITIATE", "bad-initiate", len(body) >= MIN_INITIATE_SIZE)
     client_transient, server_transient_secret = open_cookie(body[9:105], cookie_key)
     nonce, client_public, vouch_nonce, vouch_box, metadata = open_initiate(body, client_transient, server_transient_secret)
-    vouch = _open(vouch_box, b"VOUCH---" + vouch_nonce, client_public, server_transient_secret, "vouch")
-    if vouch != client_transient + server_public:
+    if open_vouch(vouch_box, vouch_nonce, client_public, server_transient_secret) != client_transient + server_public:
         raise CodecError("bad-vouch", "the vouch does not hold C' and S")
     return Initiate(body[9:105], nonce, client_public, vouch_nonce, metadata, client_transient, server_transient_secret)
+
+
+def open_vouch(vouch_box: bytes, vouch_nonce: bytes, client_public: bytes, server_transient_secret: bytes) -> bytes:
+    """What the vouch Box[C' + S](C->S') holds, opened with the client's long-term C and the server's s'."""
+    return _open(vouch_box, b"VOUCH---" + vouch_nonce, client_public, server_transient_secret, "vouch")
 
 
 def open_initiate(body: bytes, public: bytes, secret: bytes) -> tuple[int, bytes, bytes, bytes, Metadata]:

@@ -43,11 +43,12 @@ def welcome(signer_secret: bytes = SERVER_SECRET) -> bytes:
     return command(b"\x07WELCOME" + nonce + crypto_box(S_T + cookie, b"WELCOME-" + nonce, C_T, signer_secret))
 
 
-def initiate() -> bytes:
+def initiate(vouched: bytes = C_T) -> bytes:
+    """``vouched``: the short-term key the vouch names (C' unless a test forges it)."""
     cookie_nonce = b"n" * 16
     cookie = cookie_nonce + crypto_secretbox(C_T + SERVER_T_SECRET, b"COOKIE--" + cookie_nonce, b"k" * 32)
     vouch_nonce = b"v" * 16
-    vouch = crypto_box(C_T + S, b"VOUCH---" + vouch_nonce, S_T, CLIENT_SECRET)
+    vouch = crypto_box(vouched + S, b"VOUCH---" + vouch_nonce, S_T, CLIENT_SECRET)
     plain = C + vouch_nonce + vouch + metadata(b"Socket-Type", b"DEALER")
     return command(b"\x08INITIATE" + cookie + short(2) + crypto_box(plain, b"CurveZMQINITIATE" + short(2), S_T,
                                                                      CLIENT_T_SECRET))

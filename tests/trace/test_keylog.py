@@ -10,7 +10,7 @@ import pytest
 
 from conformance.cli import main
 from tests.trace import curvesession as cs
-from tests.trace.pcapfiles import CLIENT, SERVER, data, syns, write_pcap
+from tests.trace.pcapfiles import CLIENT, SERVER, conversation, data, syns, write_pcap
 
 # mc0 (docs/profiles/mc0.md): '' FROBNICATE ID 7, answered by ERROR ID 7 MESSAGE ..., then by an
 # OK ID 7 too: one answer too many (mc0-id-reply), visible only inside the boxes
@@ -59,6 +59,14 @@ def _notes(records):
     return [r["message"] for r in records if r["grade"] == "INFORMATIONAL"]
 
 
+VOUCH_UNCHECKED = "the vouch in the INITIATE (Box[C' + S](C->S')) is encrypted and not checked"
+
+
+def _box_notes(records):
+    """The notes but the one on the vouch (a client's c' does not open it: it needs the server's s')."""
+    return [n for n in _notes(records) if VOUCH_UNCHECKED not in n]
+
+
 def test_without_a_key_log_the_messages_are_not_checkable(tmp_path, capsys):
     code, records = _records(tmp_path, capsys, _session(tmp_path))
     assert code == 0 and _findings(records) == []
@@ -74,7 +82,10 @@ def test_either_sides_short_term_key_opens_the_messages(tmp_path, capsys, role, 
     code, records = _records(tmp_path, capsys, _session(tmp_path), keylog)
     assert _findings(records) == [("mc0-id-reply", "server")]  # the second answer to ID 7
     assert "OK ID b'7'" in [r["message"] for r in records if r["grade"] == "FAILED"][0]
-    assert code == 1 and _notes(records) == []
+    assert code == 1 and _box_notes(records) == []
+    # the vouch Box[C' + S](C->S') opens with s' (or the client's long-term secret), never with c'
+    vouch = [n for n in _notes(records) if VOUCH_UNCHECKED in n]
+    assert len(vouch) == (role == "CLIENT") and all("holds no s' for this connection's S'" in n for n in vouch)
 
 
 def test_a_key_log_that_matches_nothing_says_so(tmp_path, capsys):
@@ -205,4 +216,104 @@ def test_a_box_that_opens_with_reserved_flags_is_a_finding_not_an_unopened_box(t
     messages = " ".join(r["message"] for r in records)
     assert "reserved MESSAGE flag bits in 0x80" in messages
     assert ("short nonce 2 after 2" in messages) == (findings == 2)
-    assert _notes(records) == []  # it was opened: not among the boxes the key log did not open
+    assert _box_notes(records) == []  # it was opened: not among the boxes the key log did not open
+
+
+# -- the vouch (RFC 26: Box[C' + S](C->S') in INITIATE, which the server checks before READY) ------
+
+def _handshake(tmp_path, vouched=cs.C_T, answer=None, name="vouch.pcap"):
+    """HELLO, WELCOME, an INITIATE whose vouch names ``vouched``, then ``answer`` (READY unless given)."""
+    answer = cs.ready() if answer is None else answer
+    moves = [("client", cs.greeting(False) + cs.hello()), ("server", cs.greeting(True) + cs.welcome()),
+             ("client", cs.initiate(vouched))]
+    if answer:
+        moves.append(("server", answer))
+    return write_pcap(tmp_path / name, conversation(CLIENT, SERVER, moves))
+
+
+FORGED = cs.crypto_scalarmult_base(cs.OTHER_T_SECRET)  # a key of no session here, vouched for instead of C'
+BOTH_KEYS = (cs.key_line("CLIENT", cs.C_T, cs.CLIENT_T_SECRET), cs.key_line("SERVER", cs.S_T, cs.SERVER_T_SECRET))
+
+
+@pytest.mark.parametrize("lines", [BOTH_KEYS, BOTH_KEYS[1:]])
+def test_a_ready_after_a_forged_vouch_is_the_brokers_finding(tmp_path, capsys, lines):
+    # the server's s' (and the C the INITIATE carries) opens the vouch: it names another key than C'
+    code, records = _records(tmp_path, capsys, _handshake(tmp_path, vouched=FORGED), _keylog(tmp_path, *lines))
+    assert code == 1 and _findings(records) == [("mc0-curve", "client"), ("mc0-curve", "server")]
+    failed = [r["message"] for r in records if r["grade"] == "FAILED"]
+    assert "INITIATE: the vouch holds" in failed[0] and "READY after an INITIATE whose vouch" in failed[1]
+    assert _notes(records) == []
+
+
+@pytest.mark.parametrize("answer", [cs.command(b"\x05ERROR" + bytes([3]) + b"400"), b""])  # or just the close
+def test_a_forged_vouch_refused_is_the_clients_finding_only(tmp_path, capsys, answer):
+    code, records = _records(tmp_path, capsys, _handshake(tmp_path, vouched=FORGED, answer=answer),
+                             _keylog(tmp_path, *BOTH_KEYS))
+    assert code == 1 and _findings(records) == [("mc0-curve", "client")]
+
+
+def test_a_ready_after_the_clients_own_vouch_is_no_finding(tmp_path, capsys):
+    code, records = _records(tmp_path, capsys, _handshake(tmp_path), _keylog(tmp_path, *BOTH_KEYS))
+    assert code == 0 and _findings(records) == [] and _notes(records) == []
+
+
+def test_without_the_servers_short_term_key_the_vouch_is_a_note_never_a_finding(tmp_path, capsys):
+    # an external broker's capture: the suite logs its own c' only, which cannot open the vouch
+    code, records = _records(tmp_path, capsys, _handshake(tmp_path, vouched=FORGED),
+                             _keylog(tmp_path, BOTH_KEYS[0]))
+    assert code == 0 and _findings(records) == []
+    assert [n for n in _notes(records) if VOUCH_UNCHECKED in n and "holds no s'" in n]
+
+
+# -- a replayed MESSAGE (RFC 26: short nonces increase; the profile FAILs a broker that serves a replay) --
+
+NOOP = [b"", b"NOOP", b"ID", b"once"]
+OK_ONCE = [b"", b"OK", b"ID", b"once"]
+
+
+def _replay(tmp_path, capsys, after, request=NOOP, broker_closes_first=False):
+    """The handshake, ``request`` in MESSAGEs 3-6 answered OK, then the same boxes again, then ``after``."""
+    boxes = cs.messages("client", request, 3)
+    moves = [("client", cs.greeting(False) + cs.hello()), ("server", cs.greeting(True) + cs.welcome()),
+             ("client", cs.initiate()), ("server", cs.ready()), *after(boxes)]
+    segments = conversation(CLIENT, SERVER, moves)
+    if broker_closes_first:
+        segments[-2:] = segments[-1:-3:-1]
+    return _records(tmp_path, capsys, write_pcap(tmp_path / "replay.pcap", segments), _keylog(tmp_path, *BOTH_KEYS))
+
+
+def test_an_ok_answering_a_replayed_message_is_the_brokers_finding(tmp_path, capsys):
+    code, records = _replay(tmp_path, capsys, lambda boxes: [
+        ("client", boxes), ("server", cs.messages("server", OK_ONCE, 2)),
+        ("client", boxes), ("server", cs.messages("server", OK_ONCE, 6))])
+    found = _findings(records)
+    assert code == 1 and found == [("mc0-curve", "client")] * 4 + [("mc0-curve", "server")]  # four replayed boxes
+    server = [r["message"] for r in records if r["grade"] == "FAILED" and r["sender"] == "server"]
+    assert "OK ID b'once' answers a MESSAGE the client replayed" in server[0]
+
+
+def test_a_replay_the_broker_refuses_is_the_clients_finding_only(tmp_path, capsys):
+    code, records = _replay(tmp_path, capsys, lambda boxes: [
+        ("client", boxes), ("server", cs.messages("server", OK_ONCE, 2)), ("client", boxes)],
+        broker_closes_first=True)
+    assert code == 1 and _findings(records) == [("mc0-curve", "client")] * 4
+
+
+def test_the_answer_to_the_first_copy_after_the_replay_is_no_finding(tmp_path, capsys):
+    # the replay goes out before the first copy's OK: that one OK is the first copy's
+    code, records = _replay(tmp_path, capsys, lambda boxes: [
+        ("client", boxes + boxes), ("server", cs.messages("server", OK_ONCE, 2))], broker_closes_first=True)
+    assert code == 1 and _findings(records) == [("mc0-curve", "client")] * 4
+
+
+@pytest.mark.parametrize("replayed", [True, False])
+def test_a_broker_closing_on_a_replay_owes_no_error(tmp_path, capsys, replayed):
+    # a malformed message (odd header count) is owed an ERROR, but its replay right behind it lets
+    # the broker end the connection (a broker aborting on the replay may drop what it had queued);
+    # without the replay (the next message boxed with a fresh nonce) the close owes the ERROR
+    malformed = [b"", b"FROB", b"X-A"]
+    again = cs.messages("client", malformed, 3 if replayed else 6)
+    code, records = _replay(tmp_path, capsys, lambda boxes: [("client", boxes + again)],
+                            request=malformed, broker_closes_first=True)
+    server = [f for f in _findings(records) if f[1] == "server"]
+    assert server == ([] if replayed else [("mc0-message-structure", "server")])

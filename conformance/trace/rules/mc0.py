@@ -19,7 +19,14 @@ they are reported as not checkable, never skipped silently.  The message rules (
   with the PUT's own headers comes before the connection is over (judged then, placed at the first
   such MESSAGE);
 - a client with a TTL (from a CONNECT the broker said OK to) quiet for more than twice the TTL
-  until the connection ends, without a NOOP from the broker (mc0-noop-timing, SHOULD).
+  until the connection ends, without a NOOP from the broker (mc0-noop-timing, SHOULD);
+- under CURVE (mc0-curve, the profile FAILs a broker that serves a replayed message or completes a
+  handshake with a forged vouch): a READY after an INITIATE whose vouch, opened with the server's
+  s' from the key log, does not hold the connection's C' and the server's S (conformance/trace/curve.py;
+  without s' a note says the vouch was not checked); an OK carrying the ID of a client message
+  with a replayed box (a short nonce not above an earlier MESSAGE's of the client), when every other
+  request with that ID was answered already.  A replayed message is not a request of the client's
+  (a broker refuses it, and may end the connection from then on: no ERROR is owed after it).
 Across connections (session facts, judged by conformance/trace/sessions/mc0.py): the server
 short-term key S' each WELCOME gave (mc0-curve: new for each connection), and per topic the
 subscriptions the broker acknowledged, the PUTs and the deliveries (mc0-put-subscribers: a PUT
@@ -95,6 +102,7 @@ class Rules(Base):
         self.curve: CurveSession | None = None
         self.inner: dict[str, list[bytes]] = {"client": [], "server": []}  # parts of a boxed multi-part message
         self.inner_size = {"client": 0, "server": 0}
+        self.inner_replayed = False  # a box of the client's message being read carried a replayed nonce
         self.messages = _Messages(self)
         self.blind: set[str] = set()  # sides whose frames the rules stopped seeing (a capture gap)
         self.welcome_at: tuple[float, tuple[int, int, int | None]] | None = None  # (ts, where) of the WELCOME
@@ -145,16 +153,23 @@ class Rules(Base):
         if inner.command:
             self.messages.traffic(side, ts)  # a boxed ZMTP command (PING, PONG): traffic, not an mc0 message
             return out
+        if side == "client" and self.curve.replayed:
+            self.inner_replayed = True  # a box sent before: a broker refuses the message (never serves it)
         self.inner[side].append(inner.body)
         self.inner_size[side] += len(inner.body)
         if self.inner_size[side] > MAX_MESSAGE:  # a peer sending MORE forever: not held, not judged
             self.curve.lost[side] = f"a message of more than {MAX_MESSAGE} octets (the checker's limit) was not read"
             self.inner[side], self.inner_size[side] = [], 0
+            self.inner_replayed = False
             self.encrypted[side] += 1
             return out
         if not inner.more:
             parts, self.inner[side], self.inner_size[side] = self.inner[side], [], 0
-            out += self.messages.on(side, parts, ts)
+            if side == "client" and self.inner_replayed:
+                self.inner_replayed = False
+                self.messages.replayed(parts, ts)
+            else:
+                out += self.messages.on(side, parts, ts)
         return out
 
     def _handshake(self, side: str, frame, ts: float):
@@ -233,7 +248,12 @@ class Rules(Base):
         else:
             why = {s: "frames after the CURVE handshake are encrypted: not checkable without the session keys "
                       "(check-trace --keylog)" for s in self.encrypted}
-        return [(side, f"{n} {why[side]}") for side, n in self.encrypted.items() if n]
+        out = [(side, f"{n} {why[side]}") for side, n in self.encrypted.items() if n]
+        if self.curve is not None and self.curve.unchecked_vouch is not None:
+            out.append(("client", f"the vouch in the INITIATE (Box[C' + S](C->S')) is encrypted and not checked: "
+                                  f"{self.curve.unchecked_vouch}; whether the broker's READY answered a forged vouch "
+                                  f"is not judged"))
+        return out
 
 
 class _Messages:
@@ -242,6 +262,8 @@ class _Messages:
     def __init__(self, rules: Rules) -> None:
         self.rules = rules  # where the frame being judged is (rules.at)
         self.asked: Counter[bytes] = Counter()  # IDs of the client's requests not answered yet
+        self.replays: Counter[bytes] = Counter()  # IDs of the client's replayed messages (boxes sent before)
+        self.replay_seen = False  # the client replayed a box: a broker may end the connection from then on
         self.refusals: dict[bytes, list[str]] = {}  # ID -> the requirement of each outstanding request owed ERROR
         self.owed_errors = 0  # the client's messages that did not decode, not answered by an ERROR yet
         self.subscribed: set[bytes] = set()
@@ -288,6 +310,20 @@ class _Messages:
         self._pubsub_reply(message, ts)
         return out + self._reply(message, ts)
 
+    def replayed(self, parts: list[bytes], ts: float) -> None:
+        """A client message with a box sent before (its short nonce not above an earlier MESSAGE's):
+        a broker refuses it, so it is no request of the client's; only its ID is kept, and an OK
+        with that ID beyond the answers the client's other requests are owed served the replay."""
+        self._absent(ts)
+        self.heard = ts
+        self.replay_seen = True
+        try:
+            request_id = codec.decode_message(parts).id
+        except CodecError:
+            request_id = codec.salvage_id(parts)
+        if request_id is not None:
+            self.replays[request_id] += 1
+
     def traffic(self, side: str, ts: float) -> None:
         """Traffic from ``side`` that is not an mc0 message (a ZMTP PING): the profile counts any
         traffic from the client as the client being present."""
@@ -329,6 +365,13 @@ class _Messages:
                                 f"({_REFUSED[refused]}): it gets ERROR", "client"))
             if self.asked[request_id] > 0:
                 self.asked[request_id] -= 1
+            elif self.replays[request_id] > 0:
+                self.replays[request_id] -= 1
+                lost = self.rules.curve is not None and "client" in self.rules.curve.lost
+                if message.verb == codec.OK and not lost:
+                    out.append(("server", "mc0-curve", f"OK ID {request_id[:40]!r} answers a MESSAGE the client "
+                                f"replayed (a box whose short nonce is not above an earlier one's), every other "
+                                f"request with that ID answered: the broker served a replayed message", "client"))
             else:
                 out.append(("server", "mc0-id-reply", f"{message.verb.decode()} ID {request_id[:40]!r}: no request "
                             f"of this connection with that ID is waiting for its answer", "client"))
@@ -457,7 +500,7 @@ class _Messages:
                 and (self.noop is None or self.noop < self.heard):
             out.append(("server", "mc0-noop-timing", f"the client (TTL {self.ttl * 1000:.0f} ms) was quiet for "
                         f"{(ts - self.heard) * 1000:.0f} ms until the connection ended, and the broker sent no NOOP"))
-        if side == "server" and "client" not in self.ended and self.owed_errors:
+        if side == "server" and "client" not in self.ended and self.owed_errors and not self.replay_seen:
             out.append(("server", "mc0-message-structure", f"the broker ended the connection ({how}) owing the ERROR "
                         f"for {self.owed_errors} message(s) that did not decode: a malformed message gets ERROR and "
                         f"the broker keeps serving"))
