@@ -9,6 +9,9 @@ the copies drifted (some skipped ``allow`` or ``unsupported_if``), so a typo
 there went unnoticed until the case ran.  This walk is the one copy; adapters
 only say what a valid sent or matched frame of their protocol looks like.
 
+An ``any_of`` alternative may be a list of frames, a sequence: the first
+frame chooses it and the others must follow, in order.
+
 It also refuses the shapes the runner would silently half-ignore: fields
 beside ``any_of``/``all_of`` (the runner only reads the list), both lists in
 one expect, and a ``closed`` alternative that names other fields; and the
@@ -127,6 +130,13 @@ def _expect(spec: dict[str, Any], path: tuple, match: Check, problems: list[Prob
             if key == "any_of" and isinstance(alt, dict) and "closed" in alt:
                 if set(alt) != {"closed"} or alt["closed"] is not True:
                     problems.append((path + (key, j), "a close alternative is exactly {closed: true}"))
+                continue
+            if key == "any_of" and isinstance(alt, list):
+                # a sequence: its first frame chooses it, the others must follow in order
+                if len(alt) < 2:
+                    problems.append((path + (key, j), "a sequence alternative lists two frames or more"))
+                for k, frame in enumerate(alt):
+                    _match_one(frame, path + (key, j, k), match, problems)
                 continue
             _match_one(alt, path + (key, j), match, problems)
     if not lists and "closed" not in spec:

@@ -521,12 +521,16 @@ class CaseRunner:
             return
         fields = {k: v for k, v in spec.items() if k not in EXPECT_OPTIONS}
         raw_alts = spec["any_of"] if "any_of" in spec else ([fields] if fields else [])
-        closed_ok = spec.get("closed", False) is True or any(a.get("closed") is True for a in raw_alts)
-        alternatives = [self.adapter.normalize(a) for a in raw_alts if not a.get("closed")]
+        closed_ok = spec.get("closed", False) is True or any(
+            isinstance(a, dict) and a.get("closed") is True for a in raw_alts)
+        # an alternative that is a list is a sequence: its first frame chooses it, the rest must follow
+        framed = [a if isinstance(a, list) else [a] for a in raw_alts if isinstance(a, list) or not a.get("closed")]
+        alternatives = [self.adapter.normalize(a[0]) for a in framed]
         declared = self._declared_answers(spec)
 
         def wanted() -> str:  # only failure messages need it: not built for each of 70,000 passing frames
-            return " or ".join([_describe(a) for a in alternatives] + (["a close"] if closed_ok else []))
+            return " or ".join([" then ".join(map(_describe, [alt, *seq[1:]])) for alt, seq in zip(alternatives, framed)]
+                               + (["a close"] if closed_ok else []))
 
         skip_first = [self._may_skip(alt, allowed) for alt in alternatives]
         deadline = time.monotonic() + within / 1000
@@ -549,6 +553,8 @@ class CaseRunner:
             if matched is not None:
                 self._observe(frame)
                 self._save(spec, frame)
+                for following in framed[matched][1:]:
+                    await self._expect({**following, **{k: spec[k] for k in _SEQUENCE_OPTIONS if k in spec}})
                 return
             if self._is_noise(frame) or self._allowed(frame, allowed):
                 continue
@@ -718,6 +724,10 @@ class CaseRunner:
             grade = exchange
         return CaseResult(grade, exchange, self.close_grade, message, self.log,
                           (time.monotonic() - started) * 1000, client_exit)
+
+
+#: what the later frames of a sequence alternative take from their expect: its level, wait and allow list
+_SEQUENCE_OPTIONS = ("level", "within_ms", "allow")
 
 
 def _describe(spec: dict[str, Any]) -> str:
