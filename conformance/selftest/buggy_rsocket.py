@@ -49,6 +49,7 @@ BUGS = {
     "fragmented-fnf-not-joined",   # a fragmented REQUEST_FNF is taken whole from its first fragment
     "resume-position-counts-keepalive",  # counts received KEEPALIVEs in its implied position (RESUME_OK too high)
     "request-on-stream-zero-closes",  # a REQUEST_* on stream 0 is a connection error instead of being dropped
+    "channel-next-complete-item-dropped",  # a channel PAYLOAD with N and C is taken as the completion alone
 }
 
 _WRAP = 1 << 32
@@ -149,6 +150,12 @@ class BuggyConnection(Connection):
         super()._deliver_request(sid, stream, first, metadata, data, complete, events)
         if self.bug == "credit-past-grant" and stream.kind is Kind.STREAM and sid in self._streams:
             stream.outbound.add(1)
+
+    def _deliver_payload(self, sid, stream, metadata, data, next_, complete, events) -> None:
+        if (next_ and complete and stream.kind is Kind.CHANNEL
+                and self.bug == "channel-next-complete-item-dropped"):
+            next_, metadata, data = False, None, b""  # onComplete without the onNext before it
+        super()._deliver_payload(sid, stream, metadata, data, next_, complete, events)
 
     def _receive_request_n(self, frame, events) -> None:
         stream = self._streams.get(frame.stream_id)

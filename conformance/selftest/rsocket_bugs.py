@@ -40,6 +40,8 @@ BUG_TO_CASE = [
     ("fragmented-fnf-not-joined", "rsocket/split-message/fnf-fragmented"),
     ("resume-position-counts-keepalive", "rsocket/handshake/resume-position-skips-keepalive"),
     ("request-on-stream-zero-closes", "rsocket/error-disconnect/request-on-stream-zero-ignored"),
+    ("channel-next-complete-item-dropped", "rsocket/request/channel-payload-after-complete-ignored"),
+    ("channel-next-complete-item-dropped", "rsocket/split-message/follows-with-complete"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
