@@ -34,6 +34,7 @@ class Rules:
         self.transport = transport
         self.params = params
         self.at: tuple[int, int, int | None] = (0, 0, None)
+        self.blind: set[str] = set()  # sides whose frames the rules no longer see (on_gap)
 
     def new_reader(self, side: str):
         return adapter_for(self.protocol).new_reader(self.transport)
@@ -53,7 +54,9 @@ class Rules:
         return []
 
     def on_gap(self, side: str) -> None:
-        """The rules see no more of this side's frames (a capture gap, bytes that do not decode)."""
+        """The rules see no more of this side's frames (a capture gap, bytes that do not decode): the
+        side is in ``blind`` from now on (a rules class that does more calls this first)."""
+        self.blind.add(side)
 
     def on_finish(self):
         return []

@@ -104,7 +104,6 @@ class Rules(Base):
         self.inner_size = {"client": 0, "server": 0}
         self.inner_replayed = False  # a box of the client's message being read carried a replayed nonce
         self.messages = _Messages(self)
-        self.blind: set[str] = set()  # sides whose frames the rules stopped seeing (a capture gap)
         self.welcome_at: tuple[float, tuple[int, int, int | None]] | None = None  # (ts, where) of the WELCOME
         self.server_transient: bytes | None = None  # S', proven this connection's (the session facts)
 
@@ -210,9 +209,6 @@ class Rules(Base):
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
         return self.messages.end(side, ts, how)
-
-    def on_gap(self, side: str) -> None:
-        self.blind.add(side)
 
     def seen_whole(self, side: str) -> bool:
         """Every frame of ``side`` was read and, under CURVE, opened."""

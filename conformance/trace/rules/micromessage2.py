@@ -90,7 +90,6 @@ class Rules(Base):
         self.bad_list: str | None = None  # the server hello's list, a syntax error, the client must refuse
         self.extensions: list[str] | None = None  # the final message's required + optional names: ID - 1
         self.windows: dict[str, ReceiveWindow] = {}  # sender -> its messages the peer has not acked
-        self.blind: set[str] = set()
         self.topics: dict[str, dict] = {}  # destination -> its fact (conformance/trace/sessions/micromessage2.py)
         self.unproven: set[str] = set()  # topics subscribed that no server frame yet shows read
         self.sent_after: deque = deque(maxlen=_KEPT)  # (message digest, topics subscribed before it, unproven)
@@ -286,7 +285,7 @@ class Rules(Base):
                                 f"after it received an ERROR frame; the {side} closed it ({how})")
 
     def on_gap(self, side: str) -> None:
-        self.blind.add(side)
+        super().on_gap(side)
         self.windows.pop(other(side), None)  # its acks may be in what is not seen
 
     def _once(self, side: str, requirement: str, message: str, *needs):

@@ -74,9 +74,7 @@ class Rules(Base):
         self.leases: dict[int, tuple[str, float]] = {}  # seq -> (lease, when) of a Lease not yet answered
         self.presented: dict[str, dict] = {}  # lease -> its fact (conformance/trace/sessions/mtl.py)
         self.ends: list[float] = []
-        self.client_gap = False
         self.reply_ts = 0.0  # when the control reply being read came
-        self.gapped = False  # a side's frames stopped being seen: a reply may not answer the request it follows
         self.grants: list[tuple[str, dict]] = []  # (lease, its fact) of each 202 Data Lease
         self.tokens: set[str] = set()  # the leases the client presented on this (data) connection
         self.held_since: float | None = None  # when the first 2xx Response to a Lease came
@@ -158,7 +156,7 @@ class Rules(Base):
         across connections).  Only while every frame of both sides was seen: a REQ socket's reply
         answers the request before it."""
         lease, ts = f.get("lease"), self.reply_ts
-        if self.gapped or not isinstance(lease, str) or len(self.grants) >= _KEPT:
+        if self.blind or not isinstance(lease, str) or len(self.grants) >= _KEPT:
             return
         kind = "writer" if key == control.WRITER else "reader"
         self.grants.append((lease, {"first_ts": ts, "server_port": f["port"], "grant": {
@@ -232,7 +230,7 @@ class Rules(Base):
 
     def session_facts(self):
         ended = min(self.ends, default=None)
-        held = {"leases": len(self.tokens), "confirms": self.confirms, "complete": not self.client_gap}
+        held = {"leases": len(self.tokens), "confirms": self.confirms, "complete": "client" not in self.blind}
         return [(lease, {**fact, **held, "ended": ended}) for lease, fact in self.presented.items()] + \
             [(lease, {**fact, "ended": ended}) for lease, fact in self.grants]
 
@@ -252,8 +250,7 @@ class Rules(Base):
         return []
 
     def on_gap(self, side: str) -> None:
-        self.gapped = True
-        self.client_gap = self.client_gap or side == "client"  # a Lease or Content may be in what is not seen
+        super().on_gap(side)  # blind: a reply may not answer the request it follows, a Lease or Content not seen
         self.leases.clear()  # a Response may answer a Lease not seen, or the other way round
         if side == "client":
             self.commands.clear()

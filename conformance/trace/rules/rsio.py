@@ -76,7 +76,6 @@ class Rules(Base):
         self.prompt = params.get("prompt_ms", 1000) / 1000
         self.reported: set[tuple[str, str]] = set()
         self.ended: dict[str, float] = {}
-        self.blind: set[str] = set()
 
     def new_reader(self, side: str):
         return _Reader()
@@ -243,6 +242,6 @@ class Rules(Base):
         return [(side, requirement, message)]
 
     def on_gap(self, side: str) -> None:
-        self.blind.add(side)
+        super().on_gap(side)
         if side == "client":
             self.streams.clear()  # requests may be in what is not seen

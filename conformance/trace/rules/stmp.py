@@ -107,10 +107,7 @@ class Rules(Base):
         self.timed_out = False
         self.cut_short = False  # the client ended its stream inside a message
         self.readers: dict[str, _StreamReader] = {}
-        self.blind: set[str] = set()  # sides whose frames the rules no longer see
 
-    def on_gap(self, side: str) -> None:
-        self.blind.add(side)
     # -- frames ------------------------------------------------------------------------------
 
     def on_frame(self, side: str, frame, ts: float):
