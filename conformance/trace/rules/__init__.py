@@ -36,6 +36,11 @@ class Rules:
         self.at: tuple[int, int, int | None] = (0, 0, None)
         self.blind: set[str] = set()  # sides whose frames the rules no longer see (on_gap)
 
+    def where(self) -> dict:
+        """Where the frame being judged is, as a finding or a session fact places it (``self.at``)."""
+        frame, offset, end = self.at
+        return {"frame": frame, "offset": offset, "end": end}
+
     def new_reader(self, side: str):
         return adapter_for(self.protocol).new_reader(self.transport)
 

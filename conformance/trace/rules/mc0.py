@@ -104,7 +104,7 @@ class Rules(Base):
         self.inner_size = {"client": 0, "server": 0}
         self.inner_replayed = False  # a box of the client's message being read carried a replayed nonce
         self.messages = _Messages(self)
-        self.welcome_at: tuple[float, tuple[int, int, int | None]] | None = None  # (ts, where) of the WELCOME
+        self.welcome_at: tuple[float, dict] | None = None  # (ts, where) of the WELCOME
         self.server_transient: bytes | None = None  # S', proven this connection's (the session facts)
 
     def new_reader(self, side: str):
@@ -190,7 +190,7 @@ class Rules(Base):
         if self.curve is None:
             self.curve = CurveSession(self.keys)
         if name == "WELCOME":
-            self.welcome_at = (ts, self.at)
+            self.welcome_at = (ts, self.where())
         problems = getattr(self.curve, name.lower())(frame.body)
         self._proven_transient(name, problems)
         return [(who, "mc0-curve", text) for who, text in problems]
@@ -218,11 +218,11 @@ class Rules(Base):
     def session_facts(self):
         out = []
         if self.server_transient is not None and self.welcome_at is not None and self.curve is not None:
-            ts, (frame, offset, end) = self.welcome_at
+            ts, where = self.welcome_at
             out.append((f"curve-server-transient {self.server_transient.hex()}", {
                 "kind": "server-transient", "first_ts": ts, "server_transient": self.server_transient.hex(),
                 "client_transient": self.curve.client_transient.hex(),
-                "at": {"frame": frame, "offset": offset, "end": end}}))
+                "at": where}))
         return out + self.messages.session_facts()
 
     def on_finish_at(self):
@@ -438,9 +438,7 @@ class _Messages:
         elif message.verb == codec.PUT and topic is not None and message.positional is not None:
             fact = self._topic(topic, ts)
             if fact is not None and len(fact["published"]) < _KEPT_PER_TOPIC:
-                frame, offset, end = self.rules.at
-                fact["published"].append((ts, _digest(topic, message.positional),
-                                          {"frame": frame, "offset": offset, "end": end}))
+                fact["published"].append((ts, _digest(topic, message.positional), self.rules.where()))
 
     def _pubsub_reply(self, message: codec.Mc0Message, ts: float) -> None:
         if message.verb == codec.ERROR:

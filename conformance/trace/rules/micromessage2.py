@@ -234,8 +234,7 @@ class Rules(Base):
             if self.unproven and digest not in self.ambiguous:
                 self.sent_after.append((digest, frozenset(self.unproven)))
             if publishing:
-                frame, offset, end = self.at
-                fact["published"].append((ts, digest, {"frame": frame, "offset": offset, "end": end}))
+                fact["published"].append((ts, digest, self.where()))
             return
         fact = self.topics.get(destination)
         delivering = fact is not None and fact["subscribed"] is not None

@@ -113,8 +113,7 @@ class Rules(Base):
             seq = f.get("seq")
             if isinstance(seq, int) and (seq in self.contents or (f.get("multiple") is True
                                                                   and seq >= min(self.contents))):
-                frame, offset, end = self.at
-                self.confirms.append({"ts": ts, "seq": seq, "at": {"frame": frame, "offset": offset, "end": end}})
+                self.confirms.append({"ts": ts, "seq": seq, "at": self.where()})
         out = self._dead_peer(kind, ts)
         if kind == "content" and f.get("resource") in self.dismissed:
             out.append(("server", "mtl-no-content-after-dismiss",
@@ -218,11 +217,10 @@ class Rules(Base):
         lease, asked = self.leases.pop(f["seq"])
         if self.held_since is None and 200 <= int(f.get("code") or 0) < 300:
             self.held_since = ts
-        frame, offset, end = self.at
         fact = self.presented.setdefault(lease, {"first_ts": asked, "answers": [], "dead_after": self.dead_after})
         if len(fact["answers"]) < 8:  # the first few say whose lease it is
             fact["answers"].append({"asked": asked, "code": int(f.get("code") or 0), "ts": ts,
-                                    "at": {"frame": frame, "offset": offset, "end": end}})
+                                    "at": self.where()})
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
         self.ends.append(ts)

@@ -424,7 +424,7 @@ class Rules(Base):
                              "keepalive": {"client": 0, "server": 0}, "answered": 0,
                              "frames": deque(maxlen=SESSION_FRAMES), "after_ok": []}
                 if kind == "RESUME":
-                    self.fact["resume"] = {"server_position": f["server_position"], "at": self._where()}
+                    self.fact["resume"] = {"server_position": f["server_position"], "at": self.where()}
             return
         resumed = fact["kind"] == "RESUME"
         if kind == "INVALID":
@@ -434,7 +434,7 @@ class Rules(Base):
         elif side == "server" and kind == "ERROR" and f["stream"] == 0:
             fact["refused"] = fact["refused"] or fact["resume_ok"] is None and f["code"] in _SETUP_CODES
         elif side == "server" and kind == "RESUME_OK" and resumed and fact["resume_ok"] is None:
-            fact["resume_ok"] = {"position": f["position"], "ts": ts, "at": self._where(),
+            fact["resume_ok"] = {"position": f["position"], "ts": ts, "at": self.where(),
                                  "client_base": self.readers["client"].position}
         elif side == "server" and kind == "LEASE" and fact["resume_ok"] is not None:
             fact["lease_after_ok"] = True
@@ -447,14 +447,10 @@ class Rules(Base):
             if f["stream"] in self.requested:  # an answer proves the server received the request
                 fact["answered"] = max(fact["answered"], self.requested.pop(f["stream"]))
             base = self.readers["server"].ok_at or 0 if resumed else 0
-            entry = (pos[0] - base, pos[1] - base, pos[2], self._where())  # (start, end, digest, where)
+            entry = (pos[0] - base, pos[1] - base, pos[2], self.where())  # (start, end, digest, where)
             fact["frames"].append(entry)
             if resumed and len(fact["after_ok"]) < SESSION_FRAMES:
                 fact["after_ok"].append(entry)
-
-    def _where(self) -> dict:
-        frame, offset, end = self.at
-        return {"frame": frame, "offset": offset, "end": end}
 
     def session_facts(self):
         fact = self.fact
