@@ -29,6 +29,9 @@ class Rules:
     FRAMING = ""  # the requirement a frame that does not decode breaks, when ERRORS has no better one
     NOT_VIOLATIONS = frozenset({"too-large"})  # our own reader's limits, not the peer's fault
     keys = None  # check-trace --keylog: the session keys (conformance.trace.keylog.KeyLog), for rules that decrypt
+    #: the capture is of a conformance run, so the suite's test services hold (each profile's "test
+    #: service" section: what a route or publisher name promises); off for other traffic
+    services = False
 
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         self.transport = transport
