@@ -4,7 +4,8 @@ Every message below is written byte by byte from docs/profiles/rsio.md's layout 
 then the fields; Id and Long as LEB128 varints, a String or bytes field as a varint length then
 the bytes; fixed-size onNext as elementSize raw bytes; onNextPacked as count then count*size
 bytes), and what the services promise from its "Test service" section.  Each rule: a finding
-with --test-services on, none with it off, none for the correct behaviour."""
+with --test-services on, none with it off, none for the correct behaviour.  Last, the harness
+reader's own bounds, which the rsio rules take for no finding."""
 
 from __future__ import annotations
 
@@ -166,3 +167,20 @@ def test_the_switch_decides_whether_the_services_rule_speaks(tmp_path, capsys, m
         assert main(["check-trace", "--port", "7000=rsio", "--test-services", mode, str(path)]) == wanted
         out = capsys.readouterr().out
         assert out.count("rsio-fixed-size") == wanted, out
+
+
+def test_the_readers_own_bounds_are_no_finding(tmp_path):
+    """1025 split elements open at once (each onNextPart (12): subscriber 1, element e as a varint,
+    one byte): the profile bounds neither that nor a joined element's size, so past the harness
+    reader's bound of 1024 the server's side is only 'not checkable', and the client owes no goodbye."""
+    def varint(n):
+        return bytes([n]) if n < 128 else bytes([n & 0x7F | 0x80, n >> 7])
+
+    sub = bytes.fromhex("04 01") + b"p" + bytes.fromhex("01 90 08")  # subscribe "p", Id 1, demand 1040
+    parts = b"".join(bytes.fromhex("0c 01") + varint(e) + bytes.fromhex("01 00") for e in range(1025))
+    segments = conversation(CLIENT, SERVER, [("client", CLIENT_HELLO), ("server", SERVER_HELLO), ("client", sub),
+                                             ("server", SUBSCRIBED), ("server", parts)])
+    result = check_file(write_pcap(tmp_path / "parts.pcap", segments), {SERVER[1]: "rsio"}, None, {})
+    assert [str(f) for f in result.findings] == []
+    assert [n.sender for n in result.notes] == ["server"]
+    assert "too-many-partial-elements" in result.notes[0].reason

@@ -29,9 +29,12 @@ from reference_impl.rsio import codec
 from reference_impl.rsio.connection import Demand
 
 _DELIVERIES = frozenset({"onNext", "onNextPacked", "onNextLastPart"})
+#: the harness reader's own bounds (a joined element over 64 MiB, over 1024 split elements open at
+#: once): the profile bounds neither, so a peer past them breaks nothing
+_READER_LIMITS = frozenset({"too-large", "element-too-large", "too-many-partial-elements"})
 #: codec errors after which the receiver must say goodbye and close: not our reader's limits, not a
 #: type an extension may define (its layout is unknown here), not an overlong varint (a SHOULD)
-_NOT_FATAL = frozenset({"too-large", "unknown-extension-type", "varint-overlong"})
+_NOT_FATAL = _READER_LIMITS | {"unknown-extension-type", "varint-overlong"}
 
 
 class _Reader(RsioReader):
@@ -68,6 +71,7 @@ class Rules(Base):
         "element-size-mismatch": "rsio-fixed-size",
     }
     FRAMING = "rsio-message-framing"
+    NOT_VIOLATIONS = _READER_LIMITS
 
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         super().__init__(transport, params)
