@@ -267,9 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--param", action="append", default=[], metavar="NAME=MS",
                      help="a target timer or one of the suite's waits, e.g. silence_ms=1000")
     run.add_argument("--pcap", default=None, metavar="FILE",
-                     help="write the suite's traffic as a pcapng capture (for Wireshark and check-trace), and "
-                     "the CURVE session keys the suite generated as a key log beside it, FILE.keys (for "
-                     "check-trace --keylog)")
+                     help="write the suite's traffic as a pcapng capture (for Wireshark and check-trace; its "
+                     "header names the application 'conformance run --pcap', which check-trace's "
+                     "--test-services auto reads), and the CURVE session keys the suite generated as a key "
+                     "log beside it, FILE.keys (for check-trace --keylog)")
     run.add_argument("--time-scale", default=None, metavar="F", type=_time_scale,
                      help="stretch every wait on the target by F > 0 (a slow target); default 1")
 

@@ -31,6 +31,12 @@ MSS = 65000 - 40  # a loopback MTU leaves room for about this much per segment
 # keeps its side open costs a --pcap run no more than 0.3 s per connection.
 DRAIN_S = 0.3
 DRAIN_BYTES = 1 << 20
+#: the pcapng section header's shb_userappl (the "Application" Wireshark shows) of a capture this module
+#: writes: `check-trace --test-services auto` reads it as "the traffic of a conformance run", whose
+#: peers were asked only for what the profiles' test services promise (packets.written_by_suite)
+USERAPPL = "conformance run --pcap"
+COMMENT = ("the traffic of a conformance run: the test services of docs/profiles hold for it "
+           "(check-trace --test-services auto)")
 _ACTIVE: "Recorder | None" = None
 last: "Recorder | None" = None  # the recorder stop() ended: which side the suite was, per connection
 
@@ -161,7 +167,7 @@ def write(recorder: Recorder, path: Path) -> int:
     packets.sort(key=lambda p: p[0])  # stable: one connection's packets keep their order
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as fh:
-        writer = dpkt.pcapng.Writer(fh, snaplen=262144, linktype=dpkt.pcap.DLT_EN10MB)
+        writer = dpkt.pcapng.Writer(fh, snaplen=262144, linktype=dpkt.pcap.DLT_EN10MB, shb=_section_header())
         for ts, frame in packets:
             writer.writepkt(frame, ts=ts)
     if session_keys(recorder):
@@ -169,6 +175,21 @@ def write(recorder: Recorder, path: Path) -> int:
     else:  # an earlier run's key log beside this capture would be read as this one's
         keylog.beside(path).unlink(missing_ok=True)
     return len(packets)
+
+
+def _section_header():
+    """The section header block, marked as this module's (USERAPPL, COMMENT), in the byte order
+    dpkt's Writer insists on (the machine's)."""
+    import sys
+
+    from dpkt import pcapng
+
+    little = sys.byteorder == "little"
+    block, option = ((pcapng.SectionHeaderBlockLE, pcapng.PcapngOptionLE) if little
+                     else (pcapng.SectionHeaderBlock, pcapng.PcapngOption))
+    return block(opts=[option(code=pcapng.PCAPNG_OPT_SHB_USERAPPL, data=USERAPPL.encode()),
+                       option(code=pcapng.PCAPNG_OPT_COMMENT, text=COMMENT),
+                       option(code=pcapng.PCAPNG_OPT_ENDOFOPT)])
 
 
 def _packets(conn: _Conn, client_isn: int, server_isn: int, offset: float) -> list[tuple[float, bytes]]:

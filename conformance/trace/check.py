@@ -12,12 +12,22 @@ from pathlib import Path
 
 from conformance.trace.findings import Finding, Note
 from conformance.trace.observer import Observer
-from conformance.trace.packets import CaptureProblem, ReadStats, read_segments
+from conformance.trace.packets import CaptureProblem, ReadStats, read_segments, written_by_suite
 from conformance.trace.rules import rules_for
 from conformance.trace.tcp import CLIENT, Reassembler
 
 #: protocols with a WebSocket binding: a connection that starts with an HTTP GET is read as one
 WS_BINDINGS = frozenset({"stmp", "rsocket"})
+#: check-trace --test-services: whether the rules may judge what the profiles' test services promise
+TEST_SERVICES = ("auto", "on", "off")
+
+
+def services_for(path: Path, mode: str) -> bool:
+    """``mode`` of --test-services for one file: "auto" is on only for a capture `conformance run
+    --pcap` wrote (its peers were asked only for the test services), off for any other traffic."""
+    if mode not in TEST_SERVICES:
+        raise ValueError(f"--test-services {mode!r}: one of {', '.join(TEST_SERVICES)}")
+    return mode == "on" or mode == "auto" and written_by_suite(path)
 
 
 @dataclass
@@ -36,14 +46,16 @@ class FileResult:
 class _LazyObserver:
     """Picks TCP or WebSocket on the client's first bytes, then is that connection's observer."""
 
-    def __init__(self, protocol: str, client, server, params: dict[str, int], keys=None) -> None:
+    def __init__(self, protocol: str, client, server, params: dict[str, int], keys=None,
+                 services: bool = False) -> None:
         self.protocol, self.client, self.server, self.params, self.keys = protocol, client, server, params, keys
+        self.services = services
         self.observer: Observer | None = None
         self.early: list[tuple] = []  # what came before the client's first bytes (a server greeting)
 
     def _open(self, transport: str) -> None:
         self.observer = Observer(self.protocol, transport, self.client, self.server,
-                                 rules_for(self.protocol, transport, self.params, self.keys))
+                                 rules_for(self.protocol, transport, self.params, self.keys, self.services))
         for method, args in self.early:
             getattr(self.observer, method)(*args)
 
@@ -76,8 +88,9 @@ class _LazyObserver:
 
 class _Sinks:
     def __init__(self, protocol_of_port: dict[int, str], default: str | None, params: dict[str, int],
-                 keys=None) -> None:
+                 keys=None, services: bool = False) -> None:
         self.protocol_of_port, self.default, self.params, self.keys = protocol_of_port, default, params, keys
+        self.services = services
         self.server_ports = set(protocol_of_port)
         self.opened = 0
 
@@ -86,15 +99,16 @@ class _Sinks:
         if protocol is None:
             return None
         self.opened += 1
-        return _LazyObserver(protocol, client, server, self.params, self.keys)
+        return _LazyObserver(protocol, client, server, self.params, self.keys, self.services)
 
 
 def check_segments(segments, result: FileResult, protocol_of_port: dict[int, str], default: str | None,
-                   params: dict[str, int], keys=None) -> _Sinks:
+                   params: dict[str, int], keys=None, services: bool = False) -> _Sinks:
     """Reassemble and observe ``segments`` (one file's, or one connection's, in capture order);
     each connection's findings are collected as it closes, and its state let go.  ``keys``: the
-    key log's session keys (keylog.KeyLog), for the rules that open encrypted sessions."""
-    sinks = _Sinks(protocol_of_port, default, params, keys)
+    key log's session keys (keylog.KeyLog), for the rules that open encrypted sessions;
+    ``services``: the test services' promises hold (services_for)."""
+    sinks = _Sinks(protocol_of_port, default, params, keys, services)
 
     def done(conn) -> None:
         observer = conn.sink.finish()
@@ -112,10 +126,13 @@ def check_segments(segments, result: FileResult, protocol_of_port: dict[int, str
 
 
 def check_file(path: Path, protocol_of_port: dict[int, str], default: str | None,
-               params: dict[str, int], keys=None) -> FileResult:
+               params: dict[str, int], keys=None, test_services: str = "auto") -> FileResult:
+    """``test_services``: --test-services's mode (services_for)."""
     result = FileResult(path)
+    services = services_for(path, test_services)
     try:
-        sinks = check_segments(read_segments(path, result.stats), result, protocol_of_port, default, params, keys)
+        sinks = check_segments(read_segments(path, result.stats), result, protocol_of_port, default, params, keys,
+                               services)
     except CaptureProblem as exc:
         result.problems.append(str(exc))
         return result

@@ -3,6 +3,7 @@
     conformance check-trace --protocol stmp capture.pcapng
     conformance check-trace --port 9000=stmp --port 5555=mc0 a.pcap b.pcapng --records out/passive.jsonl
     conformance check-trace --protocol mc0 --keylog run.pcapng.keys run.pcapng   # open CURVE boxes
+    conformance check-trace --protocol rsio --test-services on lo.pcap   # a tcpdump of a conformance run
 
     conformance check-trace --spark [--master URL] [--conf K=V] --protocol stmp hdfs://.../*.pcap --out DIR
 
@@ -36,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a CURVE key log (repeatable): lines 'ROLE TRANSIENT_PUBLIC TRANSIENT_SECRET "
                         "SERVER_PUBLIC' in hex, as `conformance run --pcap FILE` writes to FILE.keys; mc0 "
                         "connections whose HELLO or INITIATE one of its keys matches are decrypted and checked")
+    parser.add_argument("--test-services", choices=("auto", "on", "off"), default="auto",
+                        help="judge what the profiles' test services promise (e.g. rsio's test/fixed/N/SIZE: N "
+                        "elements; test/never: no end): 'on' for traffic of a conformance run, 'off' for any other "
+                        "(an application's publisher of that name promises nothing); 'auto' (default): on only for "
+                        "a capture `conformance run --pcap` wrote (its pcapng header names it), off for tcpdump's "
+                        "and other tools' captures")
     spark = parser.add_argument_group("at scale (the 'report' extra: PySpark, Java)")
     spark.add_argument("--spark", action="store_true",
                        help="split the work by file and connection on Spark; FILES may be URIs (hdfs://, s3a://)")
@@ -107,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     worst = 0
     sessions = Sessions()
     for name in args.files:
-        result = check_file(Path(name), ports, args.protocol, params, keys)
+        result = check_file(Path(name), ports, args.protocol, params, keys, args.test_services)
         for problem in result.problems:
             print(f"problem: {problem}", file=sys.stderr)
         if result.problems and not result.connections:

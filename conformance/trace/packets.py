@@ -117,6 +117,31 @@ def _segment(ts: float, ip) -> Segment | None:
                    max(0, expected - len(payload)))
 
 
+def written_by_suite(path: Path) -> bool:
+    """Whether the file is a capture `conformance run --pcap` wrote (its pcapng section header
+    names capture.USERAPPL as the application): the traffic of a conformance run, for which the
+    profiles' test services hold.  A pcap, another tool's pcapng or a file that cannot be read: False."""
+    from conformance.trace.capture import USERAPPL
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(12)
+            if len(head) < 12 or head[:4] != _PCAPNG_MAGIC:
+                return False
+            order = {b"\x4d\x3c\x2b\x1a": "<", b"\x1a\x2b\x3c\x4d": ">"}.get(head[8:12])
+            if order is None:
+                return False
+            length = int.from_bytes(head[4:8], "little" if order == "<" else "big")
+            if not 28 <= length <= 1 << 16:
+                return False
+            block = head + fh.read(length - 12)
+        cls = dpkt.pcapng.SectionHeaderBlockLE if order == "<" else dpkt.pcapng.SectionHeaderBlock
+        options = cls(block).opts
+    except (OSError, dpkt.dpkt.Error, ValueError, struct_error):
+        return False
+    return any(o.code == dpkt.pcapng.PCAPNG_OPT_SHB_USERAPPL and o.data == USERAPPL.encode() for o in options)
+
+
 def read_segments(path: Path, stats: ReadStats) -> Iterator[Segment]:
     """Every TCP segment of the file, in capture order.  Raises CaptureProblem for a file that
     is no capture; a capture that ends mid-packet ends the iteration with a problem noted."""

@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from conformance.record_format import SCHEMA_VERSION
-from conformance.trace.check import FileResult, check_segments
+from conformance.trace.check import FileResult, check_segments, services_for
 from conformance.trace.packets import CaptureProblem, ReadStats, Segment, read_segments
 
 _PROBLEM = "~problem"  # key of a file's problem lines, sorted apart from connections
@@ -51,9 +51,10 @@ def _partitions(on_disk: list[tuple[str, str]], remote: list[str], parallelism: 
     return max(parallelism, 2, -(-size // BYTES_PER_PARTITION) + len(remote))
 
 
-def _segments_of(path: str, local: Path | None, data: bytes | None):
-    """(key, value) pairs of one capture: per segment ((file, endpoints, index), segment),
-    and per problem ((_PROBLEM, file, 0), message)."""
+def _segments_of(path: str, local: Path | None, data: bytes | None, test_services: str = "auto"):
+    """(key, value) pairs of one capture: per segment ((file, endpoints, index), segment and whether
+    the test services hold for the file (check.services_for, which reads the file's header)), and
+    per problem ((_PROBLEM, file, 0), message)."""
     spool = None
     if local is None:
         spool = tempfile.NamedTemporaryFile(suffix=".pcap", delete=False)
@@ -61,11 +62,12 @@ def _segments_of(path: str, local: Path | None, data: bytes | None):
         spool.close()
         local = Path(spool.name)
     stats = ReadStats()
+    services = services_for(local, test_services)
     try:
         for index, seg in enumerate(read_segments(local, stats)):
             # a plain tuple: the shuffle pickles it several times faster than the dataclass
             yield (path, tuple(sorted((seg.src, seg.dst))), index), (seg.ts, seg.src, seg.dst, seg.seq, seg.flags,
-                                                                      seg.payload, seg.missing)
+                                                                      seg.payload, seg.missing, services)
         problems = stats.problems
         if stats.packets and not stats.tcp:
             problems = problems + [f"{path}: {stats.packets} packets, none of them TCP: nothing to check"]
@@ -86,7 +88,7 @@ def _connection_of(key) -> tuple:
 def _check_partition(pairs, ports: dict[int, str], default: str | None, params: dict[str, int],
                      run: str, time: str, impl: str | None, keys=None):
     """One sorted partition: its records, its problems, and one count of frames and connections."""
-    from itertools import groupby
+    from itertools import chain, groupby
 
     from conformance.trace.findings import record_of
     frames = connections = 0
@@ -96,8 +98,10 @@ def _check_partition(pairs, ports: dict[int, str], default: str | None, params: 
             continue
         path = connection[0]
         result = FileResult(Path(path))
-        check_segments((Segment(*seg) for _, seg in items), result, ports, default, params,
-                       keys.value if keys is not None else None)
+        first = next(items)
+        services = first[1][-1]  # the same for every segment of the file
+        check_segments((Segment(*seg[:-1]) for _, seg in chain([first], items)), result, ports, default, params,
+                       keys.value if keys is not None else None, services)
         frames, connections = frames + result.frames, connections + result.connections
         yield from (record_of(x, run=run, time=time, source=path, implementation=impl)
                     for x in [*result.findings, *result.notes])
@@ -140,10 +144,12 @@ def run_spark(args, ports: dict[int, str], params: dict[str, int], keys=None) ->
         sc = spark.sparkContext
         located = [(uri, local_path(uri)) for uri in args.files]
         on_disk = [(uri, str(path)) for uri, path in located if path is not None]
-        pairs = sc.parallelize(on_disk, max(1, len(on_disk))).flatMap(lambda u: _segments_of(u[0], Path(u[1]), None))
+        mode = getattr(args, "test_services", "auto")
+        pairs = sc.parallelize(on_disk, max(1, len(on_disk))).flatMap(
+            lambda u: _segments_of(u[0], Path(u[1]), None, mode))
         remote = [uri for uri, path in located if path is None]
         if remote:
-            pairs = pairs.union(sc.binaryFiles(",".join(remote)).flatMap(lambda f: _segments_of(f[0], None, f[1])))
+            pairs = pairs.union(sc.binaryFiles(",".join(remote)).flatMap(lambda f: _segments_of(f[0], None, f[1], mode)))
         run, time, default, impl = new_run_id(), utc_now(), args.protocol, args.impl_name
         partitions = _partitions(on_disk, remote, sc.defaultParallelism)
         shared = sc.broadcast(keys) if keys else None  # --keylog: the parsed keys, once per executor

@@ -11,7 +11,7 @@ from conformance.selftest.catalog import OneBug
 from conformance.selftest.command import _cases
 from conformance.selftest.engine import _grade
 from conformance.trace import capture
-from conformance.trace.check import check_file
+from conformance.trace.check import check_file, services_for
 from conformance.trace.keylog import beside, read
 from conformance.trace.sessions import Sessions
 from conformance.protocols import adapter_for
@@ -39,6 +39,9 @@ def capture_cases(one: OneBug, bug: str | None, path: Path):
 
 
 def check(one: OneBug, path: Path):
+    """check-trace's checks of a capture capture_cases wrote: the suite's own, so --test-services'
+    default (auto) judges it by the test services; the assertion keeps that from going off unseen."""
+    assert services_for(path, "auto"), f"{path}: written by the suite, yet auto does not turn the test services on"
     adapter = adapter_for(one.protocol)
     params = {**adapter.params, **adapter.ref_params, **(one.params or {})}
     keys = read([beside(path)]) if beside(path).exists() else None

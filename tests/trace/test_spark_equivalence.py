@@ -95,3 +95,30 @@ def test_spark_and_single_process_agree_on_mc0_with_a_key_log(tmp_path, capsys):
     got = sorted(_key(json.loads(line)) for line in (out / "records.jsonl").read_text().splitlines())
     assert got == expected
     assert [k[2:4] for k in got] == [("mc0/passive/mc0-id-reply", "FAILED")] * 2
+
+
+@pytest.mark.parametrize("mode", ["auto", "on", "off"])
+def test_spark_and_single_process_agree_on_the_test_services(tmp_path, capsys, mode):
+    """--test-services reaches the executors, and auto reads each file's header there as the single
+    process does: rsio's test/fixed/2/3 answered with a third element, once as the suite writes it
+    (run --pcap) and once as a plain pcap."""
+    if shutil.which("java") is None:
+        pytest.skip("no Java runtime for Spark")
+    from tests.trace import test_rsio_services as rsio
+    moves = [("client", rsio.CLIENT_HELLO), ("server", rsio.SERVER_HELLO), ("client", rsio.SUB_FIXED),
+             ("server", rsio.SUBSCRIBED_FIXED), ("server", rsio.PACKED_0_1), ("server", rsio.ELEMENT_2)]
+    suite = rsio._suite_capture(tmp_path / "run.pcapng", moves)
+    plain = write_pcap(tmp_path / "tcpdump.pcap", conversation(rsio.CLIENT, rsio.SERVER, moves))
+    files = [str(suite), str(plain)]
+    single = tmp_path / "single.jsonl"
+    ports = ["--port", "7000=rsio", "--test-services", mode]
+    wanted = {"auto": [str(suite)], "on": [str(suite), str(plain)], "off": []}[mode]
+    status = 1 if wanted else 0
+    assert main(["check-trace", *ports, *files, "--records", str(single)]) == status
+    out = tmp_path / "spark"
+    assert main(["check-trace", "--spark", "--master", "local[2]", *ports, *files, "--out", str(out)]) == status
+    capsys.readouterr()
+    expected = sorted(_key(json.loads(line)) for line in single.read_text().splitlines())
+    got = sorted(_key(json.loads(line)) for line in (out / "records.jsonl").read_text().splitlines())
+    assert got == expected
+    assert [k[0] for k in got if k[2] == "rsio/passive/rsio-fixed-size"] == sorted(wanted)

@@ -86,11 +86,12 @@ class Rules:
         return []
 
 
-def rules_for(protocol: str, transport: str, params: dict[str, int], keys=None) -> Rules:
+def rules_for(protocol: str, transport: str, params: dict[str, int], keys=None, services: bool = False) -> Rules:
     module = importlib.import_module(MODULES[protocol])
     rules = module.Rules(transport, params)
     if keys:
         rules.keys = keys
+    rules.services = services
     return rules
 
 

@@ -8,7 +8,9 @@ codec; split parts shown one by one as well), then the draft's rules a capture s
 * the client's streams (counted with the reference connection's own Demand): no element beyond
   demand, none after cancel beyond what the client had granted, request(0) never sent and a
   stream it reaches ends (3.9), no request after cancel, a subscribe on an Id in use answered
-  by onError rather than a new subscribed, and no onComplete with a split element unfinished.
+  by onError rather than a new subscribed, and no onComplete with a split element unfinished;
+* for traffic of a conformance run (``services``), what the test publishers promise
+  (rsio_services.py: test/fixed's count and bytes, test/large's one element, test/never's no end).
 
 A side that must answer is judged by what it sends next only where nothing it sent earlier can
 still be in flight; else by the close: it closed without the goodbye, or the peer closed a
@@ -22,13 +24,17 @@ from dataclasses import dataclass, field
 from conformance.protocols.base import Frame
 from conformance.protocols.rsio import RsioReader
 from conformance.trace.rules import Rules as Base, other
+from conformance.trace.rules.rsio_services import ServicePromises
 from reference_impl.rsio import codec
 from reference_impl.rsio.connection import Demand
 
 _DELIVERIES = frozenset({"onNext", "onNextPacked", "onNextLastPart"})
+#: the harness reader's own bounds (a joined element over 64 MiB, over 1024 split elements open at
+#: once): the profile bounds neither, so a peer past them breaks nothing
+_READER_LIMITS = frozenset({"too-large", "element-too-large", "too-many-partial-elements"})
 #: codec errors after which the receiver must say goodbye and close: not our reader's limits, not a
 #: type an extension may define (its layout is unknown here), not an overlong varint (a SHOULD)
-_NOT_FATAL = frozenset({"too-large", "unknown-extension-type", "varint-overlong"})
+_NOT_FATAL = _READER_LIMITS | {"unknown-extension-type", "varint-overlong"}
 
 
 class _Reader(RsioReader):
@@ -65,6 +71,7 @@ class Rules(Base):
         "element-size-mismatch": "rsio-fixed-size",
     }
     FRAMING = "rsio-message-framing"
+    NOT_VIOLATIONS = _READER_LIMITS
 
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         super().__init__(transport, params)
@@ -76,6 +83,7 @@ class Rules(Base):
         self.prompt = params.get("prompt_ms", 1000) / 1000
         self.reported: set[tuple[str, str]] = set()
         self.ended: dict[str, float] = {}
+        self.promises = ServicePromises()  # the test services' promises, judged when self.services
 
     def new_reader(self, side: str):
         return _Reader()
@@ -90,6 +98,7 @@ class Rules(Base):
         if kind == "goodbye":
             self.goodbye.setdefault(side, ts)
             self.streams.clear()  # a goodbye closes every stream
+            self.promises.clear()
             return []
         if side in self.goodbye and "subscriber" in f:
             # its own goodbye closed every stream, and nothing it sends can pass its goodbye on the way
@@ -100,7 +109,11 @@ class Rules(Base):
         if duty and duty[3] and side not in self.goodbye:
             out += self._once(side, duty[0], f"the {side} sent {kind} after {duty[1]}, not goodbye")
         if side == "client":
+            if self.services:
+                self.promises.client(f, kind)
             return out + self._client(f, kind, ts)
+        if self.services:
+            out += self.promises.server(f, kind, "client" in self.ended)
         return out + self._server(f, kind)
 
     def _hello(self, side: str, version: int, ts: float):
@@ -245,3 +258,4 @@ class Rules(Base):
         super().on_gap(side)
         if side == "client":
             self.streams.clear()  # requests may be in what is not seen
+            self.promises.clear()  # and so may a subscribe reusing an Id, or a cancel
