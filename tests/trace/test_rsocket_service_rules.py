@@ -214,3 +214,12 @@ def test_the_readers_keep_f_with_c_on_both_transports():
         marked = [f.fields.get("f_and_c", False) for message in (frame(1, 0x28E0, b"b"), frame(1, 0x2860, b"b"))
                   for f in reader.feed(wire(message))]
         assert marked == [True, False], transport
+
+
+def test_a_connection_with_more_fnfs_than_a_fact_keeps_is_not_judged():
+    def later(count: int) -> Observer:  # fnfs all seen after the answer: harmless while the fact holds them
+        fnfs = [("client", 1 + 0.001 * n, frame(2 * n + 1, 0x1400, b"fnf:x")) for n in range(count)]
+        return observe(("client", 0.2, SETUP), *fnfs, client_port=40001)  # open before the ask
+    wrong = ("server", 0.51, frame(3, 0x2860, b"frag"))
+    assert across(observe(*FNF, ASK, wrong), later(64)) == [("server", "rsocket-request-fragments")]
+    assert across(observe(*FNF, ASK, wrong), later(65)) == []

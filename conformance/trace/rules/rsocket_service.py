@@ -47,6 +47,8 @@ _KNOWN = {"REQUEST_RESPONSE": re.compile(rb"echo:.*|last-fnf|last-metadata-push"
 _MAX_N = 2 ** 31 - 1
 #: the session key of the facts last-fnf is judged by (a resume token's key is hex: no clash)
 FNF_KEY = "test-service last-fnf"
+#: a connection's fact keeps this many fnfs and last-fnf answers: past it, it is not whole
+FACT_ITEMS = 64
 
 
 @dataclass
@@ -110,6 +112,7 @@ class TestService:
     answered: list[dict] = field(default_factory=list)  # last-fnf asks with their answer
     settling: dict[int, int] = field(default_factory=dict)  # client stream -> fnfs sent before its request
     first_ts: float | None = None
+    overflow: bool = False  # more fnfs or last-fnf answers than a fact keeps
 
     def on_frame(self, side: str, f: dict, ts: float, where: dict, cut: dict[str, bool]) -> list:
         if self.first_ts is None:
@@ -145,13 +148,16 @@ class TestService:
 
     def _request(self, f: dict, kind: str, sid: int, ts: float, where: dict) -> None:
         route = route_of(f, self.composite)
-        self.settling[sid] = len(self.fnfs)
         if kind == "REQUEST_FNF":
+            if len(self.fnfs) >= FACT_ITEMS:
+                self.overflow = True
+                return
             kept = None if route is None else route.route.startswith(b"fnf:")
             text = route.route[4:] if kept else b""
             self.fnf_streams[sid] = len(self.fnfs)
             self.fnfs.append(_Fnf(ts, kept, text, route, where))
             return
+        self.settling[sid] = len(self.fnfs)
         if route is None:
             return
         self.requests[sid] = _Request(kind, route, f.get("metadata"))
@@ -186,7 +192,8 @@ class TestService:
             out = self._answer(sid, self.requests.pop(sid), f, kind)
         if sid in self.asks:
             ask = self.asks.pop(sid)
-            if kind == "PAYLOAD" and f["next"]:
+            self.overflow = self.overflow or len(self.answered) >= FACT_ITEMS
+            if kind == "PAYLOAD" and f["next"] and not self.overflow:
                 self.answered.append({**ask, "answer": bytes(f["data"]), "answer_ts": ts, "at": where})
         if kind == "PAYLOAD" and f["complete"] or kind == "ERROR":
             self._end(sid)
@@ -237,7 +244,7 @@ class TestService:
         """This connection's fnfs and answered last-fnf asks (sessions/rsocket.py ``check_last_fnf``):
         ``complete`` when the capture holds all the client sent on it."""
         return {"kind": "test-service", "first_ts": self.first_ts or 0.0, "last_ts": last_ts, "window": window,
-                "complete": complete,
+                "complete": complete and not self.overflow,
                 "fnfs": [{"ts": x.ts, "kept": x.kept, "text": x.text, "settled": x.settled, "refused": x.refused,
                           "requirement": x.route.requirement() if x.route else None,
                           "why": x.route.why() if x.route else "", "at": x.where} for x in self.fnfs],
