@@ -30,9 +30,11 @@ application may be what made it end the connection (a requester may take two ite
 close; ERROR[CONNECTION_ERROR] may just say that the connection ends), before or after the frame
 to ignore came.
 
-Not checked here (see tests/trace/test_bug_traces.py, UNSEEN): what a frame's content should have
-been (routing, echoes, reassembled requests) and a side that stays silent where it should have
-sent (a stalled credit, a request never answered).  Resumption spans connections: a connection
+What a frame's content should have been (routing, echoes, reassembled requests, a channel's
+echo of its last item, last-fnf) is the test service's promise: judged by rsocket_service.py, and
+only for a capture of a conformance run (``services``).  Not checked here (see
+tests/trace/test_bug_traces.py, UNSEEN): a side that stays silent where it should have sent (a
+stalled credit, a request never answered).  Resumption spans connections: a connection
 of a resumable session (SETUP with R, or RESUME) counts each side's implied position and hands
 over its part as a session fact (``session_facts``), checked across connections by
 conformance/trace/sessions/rsocket.py.
@@ -52,6 +54,7 @@ from reference_impl.rsocket.resume import POSITIONED
 from conformance.protocols.base import Frame
 from conformance.protocols.rsocket import RSocketReader
 from conformance.trace.rules import Rules as Base, other
+from conformance.trace.rules.rsocket_service import FNF_KEY, TestService
 
 _REQUESTS = frozenset({"REQUEST_RESPONSE", "REQUEST_FNF", "REQUEST_STREAM", "REQUEST_CHANNEL"})
 _PARITY = {"client": "odd", "server": "even"}
@@ -79,6 +82,17 @@ _STOPPERS = frozenset({"frame-too-large", "frame-too-short"})  # a bad length: n
 SESSION_FRAMES = 64
 
 
+class _PeekingDecoder(codec.TcpDecoder):
+    """TCP framing that keeps the type-and-flags word of the frame it decodes last: the codec
+    reports F|C as C alone ("Handling the Unexpected"), and the test service's rules name the F."""
+
+    word = 0
+
+    def next_frame(self):
+        self.word = int.from_bytes(self._buf[7:9], "big") if len(self._buf) >= 9 else 0
+        return super().next_frame()
+
+
 class _Reader(RSocketReader):
     """The harness reader, also handing every codec frame to the connection's wire monitor, and
     turning a frame that does not decode (its length known) into an ``INVALID`` frame.
@@ -96,9 +110,11 @@ class _Reader(RSocketReader):
         self.position = 0  # the implied position of what this side sent
         self.ok_at: int | None = None  # the position when RESUME_OK came (the server's count starts there)
         self._spans: dict[int, tuple] = {}  # stream -> (start, first fragment's end, hash) of a message begun
+        self._decoder = _PeekingDecoder()
 
     def feed(self, data: bytes | str) -> list[Frame]:
         if self.transport != "tcp":
+            self._decoder.word = int.from_bytes(data[4:6], "big") if isinstance(data, bytes) else 0
             return self._decoded(lambda: codec.decode_websocket(data),
                                  lambda: len(data.encode() if isinstance(data, str) else data))
         self._decoder.feed(data.encode() if isinstance(data, str) else data)
@@ -136,6 +152,8 @@ class _Reader(RSocketReader):
             out[-1].fields["monitor"], self.seen = self.seen, []
         if out and span:
             out[-1].fields["pos"] = span
+        if out and getattr(frame, "complete", False) and self._decoder.word & codec.FLAG_F:
+            out[-1].fields["f_and_c"] = True  # the message's last frame had F and C
         return out
 
     def _position(self, frame, length: int) -> tuple[int, int, str, int] | None:
@@ -228,6 +246,7 @@ class Rules(Base):
         self.cut = {"client": False, "server": False}  # a side some of whose frames were not counted
         self.requested: dict[int, int] = {}  # client stream -> where its request ends (implied position)
         self.mentioned: set = set()  # every stream id any frame (or fragment) of either side carried so far
+        self.service = TestService()  # judged only when ``services`` is on (read per frame: set after __init__)
 
     def new_reader(self, side: str):
         self.readers[side] = _Reader(self.transport, self.monitor, _SIDE[side], self.session, self.mentioned)
@@ -262,6 +281,8 @@ class Rules(Base):
             self.ignorable["client"] = _Ignorable("rsocket-client-ignores-setup", "a SETUP", ts)
         elif f["type"] == "EXT" and f["ignore"]:
             self.ignorable[peer] = _Ignorable(_UNACCOUNTED, "an EXT with I set", ts)
+        if self.services:
+            out += self.service.on_frame(side, f, ts, self.where(), self.cut)
         return out
 
     def _first(self, f, ts: float):
@@ -453,6 +474,13 @@ class Rules(Base):
                 fact["after_ok"].append(entry)
 
     def session_facts(self):
+        service = []
+        if self.services:  # whole: the client's side from its SETUP (or nothing), no gap, not resumable
+            whole = self.first in ("SETUP", None) and not self.cut["client"] and not self.session["resumable"]
+            service = [(FNF_KEY, self.service.fact(whole, self.last_ts, self.window))]
+        return self._resumable_fact() + service
+
+    def _resumable_fact(self):
         fact = self.fact
         if fact is None:
             return []

@@ -18,6 +18,9 @@ proves is judged, and bytes in flight when a transport drops are never taken as 
   judged like the answers rules/rsocket.py waits for: when a side ended the connection ``window``
   past the RESUME_OK.
 
+For a capture of a conformance run (the rules' ``services``), the test service's ``last-fnf``
+is judged across the connections to one server (``check_last_fnf``).
+
 A session whose SETUP connection is not in the capture is not judged; nor, from there on, one
 whose RESUME or RESUME_OK names a position past all the capture shows sent (a connection of the
 session is missing), one cut by a gap, or one already found broken.
@@ -44,6 +47,8 @@ class _Session:
 
 
 def check(facts: list[dict]):
+    if facts and facts[0]["kind"] == "test-service":
+        return check_last_fnf(facts)
     out: list = []
     session = None
     for fact in facts:
@@ -150,3 +155,60 @@ def _replay(session: _Session, fact: dict, asked: int, waited: bool, out: list) 
                     f"{1000 * (fact['last_ts'] - fact['resume_ok']['ts']):.0f} ms until the connection ended",
                     fact["resume_ok"]["at"]))
         return
+
+
+# -- the test service's last-fnf (rules/rsocket_service.py) -------------------------------------
+
+
+def check_last_fnf(facts: list[dict]):
+    """``last-fnf`` answers the text of the last ``fnf:<text>`` the server received.  Judged only
+    where the capture proves which fnf that was: the last one on the asking connection before the
+    ask (one connection's frames are read in order), sent at least ``window`` (silence_ms) before
+    the ask, as the active cases wait before they ask; no fnf of the asking connection after the
+    ask before the answer; every connection to the server that the capture holds whole and from
+    one capture file (timestamps of one clock); and every fnf of another connection seen after the
+    answer (so it reached the server after the answer left) or proven read before that fnf was
+    sent (the server answered a request sent after it on its connection before that fnf was
+    seen).  The service's state is the server's: traffic to it that the capture does not hold
+    (another address, another capture) is what saying the capture is of a conformance run
+    (``--test-services``) rules out."""
+    if len({fact["capture"] for fact in facts}) != 1:
+        return []
+    out = []
+    for fact in facts:
+        for ask in fact["asks"]:
+            found = _last_fnf_broken(fact, ask, facts)
+            if found:
+                out.append(found)
+    return out
+
+
+def _last_fnf_broken(fact: dict, ask: dict, facts: list[dict]):
+    last = None
+    for fnf in reversed(fact["fnfs"][:ask["before"]]):
+        if fnf["kept"] is not False:
+            last = fnf
+            break
+    if last is None or not last["kept"] or last["refused"] or last["requirement"] is None:
+        return None
+    if ask["answer"] == last["text"] or ask["ts"] - last["ts"] < fact["window"]:
+        return None  # right, or asked before the service need have kept it (the active cases wait as long)
+    for fnf in fact["fnfs"][ask["before"]:]:
+        if fnf["kept"] is not False and fnf["ts"] <= ask["answer_ts"]:
+            return None  # sent after the ask, but the answer may have been made after it was kept
+    for other in facts:
+        if not other["complete"] and other["first_ts"] <= ask["answer_ts"]:
+            return None  # a connection whose fnfs the capture may not hold
+        if other is fact:
+            continue
+        for fnf in other["fnfs"]:
+            if fnf["kept"] is False or fnf["ts"] > ask["answer_ts"]:
+                continue
+            if fnf["settled"] is None or fnf["settled"] >= last["ts"]:
+                return None  # it may have reached the server between the fnf and the ask
+    text = last["text"].decode("utf-8", "replace")
+    got = ask["answer"].decode("utf-8", "replace")
+    return (fact, "server", last["requirement"],
+            f"last-fnf answered {got[:40]!r}, but the last fire-and-forget the server received was "
+            f"{last['why']}, whose text is {text[:40]!r} (no other connection's fnf could have come between)",
+            ask["at"])

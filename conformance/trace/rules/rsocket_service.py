@@ -1,0 +1,299 @@
+"""RSocket's test service (docs/profiles/rsocket.md, "Test service (server role)") judged from the
+wire: only for a capture of a conformance run (``Rules.services``), where a server runs that
+service; for other traffic what a route answers is the application's, and nothing here runs.
+
+What the service promises and a capture can prove broken (the server's side):
+
+* a request's route is its data, unless the SETUP named composite metadata and the request's
+  metadata carries a routing entry (then its tag); a request whose route the capture cannot
+  settle (metadata on a connection whose SETUP it lacks, composite metadata that does not parse,
+  a routing entry of several tags or several entries, a route that is not UTF-8) is not judged;
+* ``echo:<text>`` (request-response) answers ``<text>`` with the request's metadata: a PAYLOAD
+  with N carrying anything else breaks it (an ERROR, a CANCEL or a connection that ends are not
+  judged; nor the metadata echoed to a request a routing entry routed);
+* APPLICATION_ERROR ``unknown route`` is the answer to a route the service does not have: sent
+  for ``echo:``, ``last-fnf`` or ``last-metadata-push`` (request-response) or ``range:<n>``
+  (request-stream) it breaks it;
+* a channel echoes every item the requester sends and completes only after the requester does:
+  a responder's completion (C) that comes after the requester's and leaves the item the
+  requester's completing frame carried (N|C, or a REQUEST_CHANNEL with C) unechoed breaks it;
+  a channel the requester sent past the credit it was granted is not judged;
+* ``last-fnf`` returns the text of the last ``fnf:<text>`` the server received: judged across
+  the connections to the server (conformance/trace/sessions/rsocket.py, ``service_facts`` here).
+
+A wrong answer is a finding only under the requirement the request exercised: a request joined
+from fragments (rsocket-request-fragments: the server served less than the joined request),
+else one routed by a routing entry (rsocket-mime-not-interpreted: the profile's reading of
+composite metadata); a channel's completion under rsocket-f-and-c when the requester's
+completing PAYLOAD had F and C (F is ignored: it carried an item), else under
+rsocket-seq-channel-initial-complete (the C bit on the requester's last frame, which carried
+an item).  Wrong answers to plain requests break only the service, no requirement: not filed.
+A side cut by a gap judges nothing from then on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from reference_impl.common.errors import CodecError
+from reference_impl.rsocket import codec
+from reference_impl.rsocket.metadata import COMPOSITE_MIME, ROUTING_MIME, decode_composite
+
+UNKNOWN_ROUTE = b"unknown route"
+#: routes whose answer is never "unknown route", by request type
+_KNOWN = {"REQUEST_RESPONSE": re.compile(rb"echo:.*|last-fnf|last-metadata-push", re.S),
+          "REQUEST_STREAM": re.compile(rb"range:(0|[1-9][0-9]{0,9})")}
+_MAX_N = 2 ** 31 - 1
+#: the session key of the facts last-fnf is judged by (a resume token's key is hex: no clash)
+FNF_KEY = "test-service last-fnf"
+#: a connection's fact keeps this many fnfs and last-fnf answers: past it, it is not whole
+FACT_ITEMS = 64
+
+
+@dataclass
+class Route:
+    """A request's route as the service reads it, and what the request exercised."""
+
+    route: bytes
+    routed: bool  # chosen by a routing entry, not the data
+    fragments: int
+
+    def requirement(self) -> str | None:
+        if self.fragments > 1:
+            return "rsocket-request-fragments"
+        return "rsocket-mime-not-interpreted" if self.routed else None
+
+    def why(self) -> str:
+        how = "its routing entry" if self.routed else "its data"
+        joined = f", joined from {self.fragments} fragments" if self.fragments > 1 else ""
+        return f"route {_show(self.route)} (from {how}{joined})"
+
+
+@dataclass
+class _Request:
+    kind: str
+    route: Route
+    metadata: bytes | None
+
+
+@dataclass
+class _Channel:
+    items: int = 1  # the REQUEST_CHANNEL's payload is the first item
+    echoes: int = 0
+    granted: int = 0  # credit the responder granted the requester (REQUEST_N)
+    done: str | None = None  # the requirement the requester's completing frame makes: None while open
+    judged: bool = True  # False: the requester went past its credit
+
+
+@dataclass
+class _Fnf:
+    ts: float
+    kept: bool | None  # its route is fnf:<text> (None: the capture cannot tell)
+    text: bytes
+    route: Route | None
+    where: dict
+    refused: bool = False  # the server sent a frame on its stream (e.g. REJECTED): maybe not kept
+    settled: float | None = None  # when a server frame proved it had read past this fnf
+
+
+@dataclass
+class TestService:
+    """One connection's frames against the test service; ``cut`` is the rules' gapped sides."""
+
+    __test__ = False  # not a pytest class
+
+    composite: bool | None = None  # the SETUP's metadata MIME type is composite (None: no SETUP seen)
+    requests: dict[int, _Request] = field(default_factory=dict)  # client stream -> request owed an answer
+    channels: dict[int, _Channel] = field(default_factory=dict)
+    fnfs: list[_Fnf] = field(default_factory=list)
+    fnf_streams: dict[int, int] = field(default_factory=dict)  # stream -> index of the fnf sent on it
+    asks: dict[int, dict] = field(default_factory=dict)  # stream -> a last-fnf not yet answered
+    answered: list[dict] = field(default_factory=list)  # last-fnf asks with their answer
+    settling: dict[int, int] = field(default_factory=dict)  # client stream -> fnfs sent before its request
+    first_ts: float | None = None
+    overflow: bool = False  # more fnfs or last-fnf answers than a fact keeps
+
+    def on_frame(self, side: str, f: dict, ts: float, where: dict, cut: dict[str, bool]) -> list:
+        if self.first_ts is None:
+            self.first_ts = ts
+        kind, sid = f["type"], f.get("stream", 0)
+        if any(cut.values()):  # what the cut side said may be lost: nothing more is judged here,
+            self.requests, self.channels, self.asks = {}, {}, {}
+            if side == "server":
+                return []  # but the client's fnfs are still its fnfs (the fact's other connections need them)
+        if side == "client":
+            self._client(f, kind, sid, ts, where)
+            return []
+        return self._server(f, kind, sid, ts, where)
+
+    # -- the requester ------------------------------------------------------------------------
+
+    def _client(self, f: dict, kind: str, sid: int, ts: float, where: dict) -> None:
+        if kind == "SETUP" and self.composite is None and sid == 0:
+            self.composite = f["metadata_mime"] == COMPOSITE_MIME
+        elif kind in ("CANCEL", "ERROR"):
+            self._end(sid)
+        elif kind == "REQUEST_N":
+            pass
+        elif kind.startswith("REQUEST_") and (sid in self.requests or sid in self.channels or sid in self.asks):
+            self._end(sid)  # a request on a stream in use: the server ignores it, or breaks another rule
+        elif kind in ("REQUEST_RESPONSE", "REQUEST_STREAM", "REQUEST_FNF"):
+            self._request(f, kind, sid, ts, where)
+        elif kind == "REQUEST_CHANNEL":
+            self.settling[sid] = len(self.fnfs)
+            self.channels[sid] = _Channel(done=self._carrier(f) if f["complete"] else None)
+        elif kind == "PAYLOAD" and sid in self.channels:
+            self._channel_item(self.channels[sid], f)
+
+    def _request(self, f: dict, kind: str, sid: int, ts: float, where: dict) -> None:
+        route = route_of(f, self.composite)
+        if kind == "REQUEST_FNF":
+            if len(self.fnfs) >= FACT_ITEMS:
+                self.overflow = True
+                return
+            kept = None if route is None else route.route.startswith(b"fnf:")
+            text = route.route[4:] if kept else b""
+            self.fnf_streams[sid] = len(self.fnfs)
+            self.fnfs.append(_Fnf(ts, kept, text, route, where))
+            return
+        self.settling[sid] = len(self.fnfs)
+        if route is None:
+            return
+        self.requests[sid] = _Request(kind, route, f.get("metadata"))
+        if kind == "REQUEST_RESPONSE" and route.route == b"last-fnf":
+            self.asks[sid] = {"ts": ts, "before": len(self.fnfs)}
+
+    @staticmethod
+    def _carrier(f: dict) -> str:
+        return "rsocket-f-and-c" if f.get("f_and_c") else "rsocket-seq-channel-initial-complete"
+
+    def _channel_item(self, channel: _Channel, f: dict) -> None:
+        if channel.done is not None:
+            return  # after the requester's C: to be ignored
+        if f["next"]:
+            channel.items += 1
+            channel.judged = channel.judged and channel.items - 1 <= channel.granted
+        if f["complete"]:
+            channel.done = self._carrier(f) if f["next"] else ""  # "": C alone carried no item
+
+    # -- the responder ------------------------------------------------------------------------
+
+    def _server(self, f: dict, kind: str, sid: int, ts: float, where: dict) -> list:
+        if sid in self.settling:  # it read the request on this stream, so every fnf sent before it
+            for fnf in self.fnfs[:self.settling.pop(sid)]:
+                fnf.settled = ts if fnf.settled is None else fnf.settled
+        if sid in self.fnf_streams:
+            self.fnfs[self.fnf_streams.pop(sid)].refused = True
+        out = []
+        if sid in self.channels:
+            out = self._channel_answer(sid, self.channels[sid], f, kind)
+        elif sid in self.requests:
+            out = self._answer(sid, self.requests.pop(sid), f, kind)
+        if sid in self.asks:
+            ask = self.asks.pop(sid)
+            self.overflow = self.overflow or len(self.answered) >= FACT_ITEMS
+            if kind == "PAYLOAD" and f["next"] and not self.overflow:
+                self.answered.append({**ask, "answer": bytes(f["data"]), "answer_ts": ts, "at": where})
+        if kind == "PAYLOAD" and f["complete"] or kind == "ERROR":
+            self._end(sid)
+        return out
+
+    def _answer(self, sid: int, request: _Request, f: dict, kind: str) -> list:
+        route, requirement = request.route, request.route.requirement()
+        if requirement is None:
+            return []
+        if kind == "ERROR" and f["code"] == codec.APPLICATION_ERROR and bytes(f["data"] or b"") == UNKNOWN_ROUTE:
+            known = _KNOWN.get(request.kind)
+            if known and known.fullmatch(route.route) and _in_range(route.route):
+                return [("server", requirement, f"APPLICATION_ERROR 'unknown route' on stream {sid} answering a "
+                         f"{request.kind} of {route.why()}, a route the test service has", "client")]
+            return []
+        if kind == "PAYLOAD" and f["next"] and request.kind == "REQUEST_RESPONSE" and route.route.startswith(b"echo:"):
+            text, metadata = route.route[5:], request.metadata or b""
+            got, got_metadata = bytes(f["data"]), bytes(f.get("metadata") or b"")
+            if route.routed:  # whether its echoed metadata keeps the routing entry is not settled: data only
+                got_metadata = metadata
+            if (got, got_metadata) != (text, metadata):
+                return [("server", requirement, f"the answer on stream {sid} to a REQUEST_RESPONSE of {route.why()} "
+                         f"carries {_show(got)} with {len(got_metadata)} bytes of metadata, not {_show(text)} with "
+                         f"the request's {len(metadata)}", "client")]
+        return []
+
+    def _channel_answer(self, sid: int, channel: _Channel, f: dict, kind: str) -> list:
+        if kind == "REQUEST_N":
+            channel.granted = min(_MAX_N, channel.granted + f["n"])
+            return []
+        if kind != "PAYLOAD":
+            return []
+        channel.echoes += bool(f["next"])
+        if not f["complete"] or not channel.done or not channel.judged or channel.echoes >= channel.items:
+            return []
+        return [("server", channel.done, f"the channel on stream {sid} completed after the requester's completing "
+                 f"frame, which carried its item {channel.items}, with {channel.echoes} of its {channel.items} items "
+                 "echoed (the test service echoes every item)", "client")]
+
+    def _end(self, sid: int) -> None:
+        self.requests.pop(sid, None)
+        self.channels.pop(sid, None)
+        self.asks.pop(sid, None)
+
+    # -- across connections -------------------------------------------------------------------
+
+    def fact(self, complete: bool, last_ts: float, window: float) -> dict:
+        """This connection's fnfs and answered last-fnf asks (sessions/rsocket.py ``check_last_fnf``):
+        ``complete`` when the capture holds all the client sent on it."""
+        return {"kind": "test-service", "first_ts": self.first_ts or 0.0, "last_ts": last_ts, "window": window,
+                "complete": complete and not self.overflow,
+                "fnfs": [{"ts": x.ts, "kept": x.kept, "text": x.text, "settled": x.settled, "refused": x.refused,
+                          "requirement": x.route.requirement() if x.route else None,
+                          "why": x.route.why() if x.route else "", "at": x.where} for x in self.fnfs],
+                "asks": self.answered}
+
+
+def route_of(f: dict, composite: bool | None) -> Route | None:
+    """The route the test service reads from a request (docs/profiles/rsocket.md, "Test service"),
+    or None where the capture cannot settle it."""
+    metadata, data, fragments = f.get("metadata"), bytes(f.get("data") or b""), f.get("fragments", 1)
+    route, routed = data, False
+    if metadata:
+        if composite is None:
+            return None  # the connection's SETUP is not in the capture
+        if composite:
+            try:
+                entries = [entry for mime, entry in decode_composite(bytes(metadata)) if mime == ROUTING_MIME]
+            except CodecError:
+                return None
+            if len(entries) > 1:
+                return None
+            if entries:
+                tags = _tags(entries[0])
+                if tags is None or len(tags) != 1:
+                    return None
+                route, routed = tags[0], True
+    try:
+        route.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return Route(route, routed, fragments)
+
+
+def _tags(entry: bytes) -> list[bytes] | None:
+    """Routing metadata (Extensions/Routing.md): tags, each behind a one-byte length."""
+    tags, pos = [], 0
+    while pos < len(entry):
+        end = pos + 1 + entry[pos]
+        if end > len(entry):
+            return None
+        tags.append(entry[pos + 1:end])
+        pos = end
+    return tags
+
+
+def _in_range(route: bytes) -> bool:
+    return not route.startswith(b"range:") or int(route[6:]) <= _MAX_N
+
+
+def _show(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    return repr(text if len(text) <= 40 else text[:40] + "...")
