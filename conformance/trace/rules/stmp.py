@@ -211,7 +211,8 @@ class Rules(Base):
         """A NotFound to a Request with a reserved ACTION (0x01..0xFF, once 0.1 is negotiated): the server
         says it knows no such ACTION, and an unknown reserved ACTION gets NotImplemented (0x31), not the
         NotFound of an unknown application ACTION.  Ok, BadRequest or another status is not judged: they
-        do not show the server took the ACTION for an unknown one."""
+        do not show the server took the ACTION for an unknown one.  With the test services on, the answer
+        to an application ACTION the service lacks is judged by stmp_services (NotFound owed)."""
         action = self.reserved.pop(f["id"], None) if self.outstanding["client"][f["id"]] <= 1 else None
         if action is None or self.version != _VERSION or "client" in self.blind:
             return []
