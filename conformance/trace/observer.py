@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from reference_impl.common.errors import CodecError
 
-from conformance.trace.findings import Finding, Note, requirements
+from conformance.trace.findings import SHOULD, Finding, Note, requirements
 from conformance.trace.tcp import CLIENT, SERVER
 from conformance.trace.websocket import NotWebSocket, WsDirection
 
@@ -136,13 +136,16 @@ class Observer:
 
     def _report(self, sender: str, violations, offset: int | None, frame: int | None = None,
                 span: int | None = None) -> None:
-        for who, requirement, message, *needs in violations or ():
+        for who, requirement, message, *extra in violations or ():
             known = requirements(self.protocol)
             if requirement not in known:
                 raise KeyError(f"rules name {requirement!r}, not a requirement of {self.protocol}")
+            # extra: the side whose frames it rests on, and/or SHOULD (the profile grades it NON-STRICT)
+            needs = [x for x in extra if x in (CLIENT, SERVER)]
+            graded = SHOULD if SHOULD in extra else None
             finding = Finding(self.protocol, requirement, who, self.connection, self.endpoints[who],
                               frame if who == sender else None, offset if who == sender else None,
-                              message, self.transport, span if who == sender else None)
+                              message, self.transport, span if who == sender else None, graded)
             if needs:  # (side, requirement, message, the side whose frames it rests on)
                 self.provisional.append((needs[0], finding))
             else:

@@ -4,7 +4,9 @@ A rules object watches one connection.  Its hooks return violations, each
 ``(side, requirement id, message)``: the side that broke it ("client" or "server"),
 an id from docs/requirements/<protocol>.yaml, and what was seen; a fourth item names the side
 whose frames the violation rests on (e.g. a reply to a request never seen): it is dropped at
-the end when some of that side's frames could not be seen.
+the end when some of that side's frames could not be seen.  An extra item ``"SHOULD"``
+(findings.SHOULD) grades a breach of a MUST requirement at SHOULD level, where the profile
+grades that breach NON-STRICT.
 """
 
 from __future__ import annotations

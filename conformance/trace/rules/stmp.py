@@ -11,6 +11,7 @@ from reference_impl.stmp import codec
 from conformance.protocols.base import Frame
 from conformance.protocols.stmp import HARNESS_MAX_PAYLOAD
 from conformance.trace.rules import Rules as Base, other
+from conformance.trace.rules.stmp_services import answer_to_unknown, unknown_action
 
 _OK, _BAD_REQUEST, _NOT_FOUND, _TOO_LARGE, _NOT_IMPLEMENTED, _VERSION_NOT_SUPPORTED = 0x00, 0x20, 0x24, 0x26, 0x31, 0x35
 # ACTIONs 0x00..0xFF are the protocol's; 0.1 defines 0x00 (negotiation) alone, so 0x01..0xFF are unknown to every
@@ -88,8 +89,9 @@ class Rules(Base):
         self.responses_sent = {"client": set(), "server": set()}  # IDs of Responses a side sent
         self.offered: list[str] = []
         self.version = ""  # the version the negotiation's Ok chose
-        # request ID -> the reserved ACTION of the client's one outstanding request with that ID (None: two
-        # outstanding requests share the ID, so which one a Response answers is unknown)
+        # request ID -> the ACTION, reserved (or, with the test services, one the service lacks), of the
+        # client's one outstanding request with that ID (None: two outstanding requests share the ID, so
+        # which one a Response answers is unknown)
         self.reserved: dict[int, int | None] = {}
         # when the client's first message, not the negotiation, arrived, while the server owes it BadRequest and a close
         self.refusal_owed: float | None = None
@@ -196,21 +198,28 @@ class Rules(Base):
         return [("server", "stmp-negotiation-ok", f"the server sent {_show(f)} before the client negotiated")]
 
     def _note_reserved(self, f) -> None:
-        """Remember a Request with a reserved ACTION the server must answer NotImplemented (judged in
-        _response), unless another request with its ID is outstanding (which it answers is then unknown)."""
+        """Remember a Request with a reserved ACTION the server must answer NotImplemented, or with the
+        test services one the service answers NotFound (judged in _response), unless another request
+        with its ID is outstanding (which it answers is then unknown)."""
         request_id = f["id"]
         if request_id in self.reserved or self.outstanding["client"][request_id] > 0:
             self.reserved[request_id] = None
-        elif f["action"] in _RESERVED:
+        elif f["action"] in _RESERVED or self.services and unknown_action(f["action"]):
             self.reserved[request_id] = f["action"]
 
     def _reserved_answer(self, f):
         """A NotFound to a Request with a reserved ACTION (0x01..0xFF, once 0.1 is negotiated): the server
         says it knows no such ACTION, and an unknown reserved ACTION gets NotImplemented (0x31), not the
         NotFound of an unknown application ACTION.  Ok, BadRequest or another status is not judged: they
-        do not show the server took the ACTION for an unknown one."""
+        do not show the server took the ACTION for an unknown one.  With the test services on, the answer
+        to an application ACTION the service lacks is judged by stmp_services (NotFound owed)."""
         action = self.reserved.pop(f["id"], None) if self.outstanding["client"][f["id"]] <= 1 else None
-        if action is None or f["status"] != _NOT_FOUND or self.version != _VERSION or "client" in self.blind:
+        if action is None or self.version != _VERSION or "client" in self.blind:
+            return []
+        if action not in _RESERVED:  # noted only with the test services on
+            found = answer_to_unknown(action, f["id"], f["status"])
+            return [found] if found else []
+        if f["status"] != _NOT_FOUND:
             return []
         return [("server", "stmp-action-dispatch",
                  f"{_show(f)} answers Request ACTION {action:#x}: ACTIONs 0x00..0xFF are reserved for the protocol "
