@@ -39,10 +39,10 @@ def _capture(tmp_path, *connections, pause_after=None, name="c.pcap"):
     return write_pcap(tmp_path / name, segments, times=times)
 
 
-def _findings(*paths):
+def _findings(*paths, services="auto"):
     sessions = Sessions()
     for path in paths:
-        result = check_file(path, {}, "rsocket", {})
+        result = check_file(path, {}, "rsocket", {}, test_services=services)
         assert result.findings == [] and result.problems == [], [str(f) for f in result.findings]
         sessions.add(str(path), result.facts)
     return [(f.requirement, f.sender, f.connection, f.frame) for _, f in sessions.findings()]
@@ -82,6 +82,32 @@ def test_a_resume_below_the_clients_keepalive_position_is_a_finding(tmp_path):
     unsaid = _capture(tmp_path, _set_up(), _resumed(("client", rs.resume(0)), ("server", rs.resume_ok(17))),
                       name="unsaid.pcap")
     assert _findings(unsaid) == []
+
+
+#: REQUEST_N (0x08) of 2 on stream 1: the profile's `stream`/`resume` test case sends it once it has
+#: taken the two PAYLOADs it asked for
+REQUEST_N_2 = rs.frame(1, 0x08, 0, bytes.fromhex("00000002"))
+
+
+def test_a_resume_below_what_the_resume_test_case_took_is_a_finding_in_a_conformance_run(tmp_path):
+    # SETUP with R, REQUEST_STREAM range:5 n 2 (the test case), PAYLOADs 0-7 and 7-14, REQUEST_N 2:
+    # the client took both, so it received up to 14; its RESUME names 0
+    took = _capture(tmp_path, _set_up(("client", REQUEST_N_2)),
+                    _resumed(("client", rs.resume(0)), ("server", rs.resume_ok(27))))
+    assert _findings(took, services="on") == [("rsocket-resume-client-first-frame", "client", RESUMED, 0)]
+    # not a conformance run: any client's application may ask for more before it took what came
+    assert _findings(took, services="off") == []
+    # the right RESUME names 14
+    right = _capture(tmp_path, _set_up(("client", REQUEST_N_2)),
+                     _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(27))), name="right.pcap")
+    assert _findings(right, services="on") == []
+
+
+def test_a_request_n_of_another_size_is_not_the_test_cases_proof(tmp_path):
+    request_n_3 = rs.frame(1, 0x08, 0, bytes.fromhex("00000003"))
+    other = _capture(tmp_path, _set_up(("client", request_n_3)),
+                     _resumed(("client", rs.resume(0)), ("server", rs.resume_ok(27))))
+    assert _findings(other, services="on") == []
 
 
 def test_after_resume_ok_the_server_goes_on_from_the_clients_position(tmp_path):

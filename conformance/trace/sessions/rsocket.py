@@ -9,6 +9,9 @@ proves is judged, and bytes in flight when a transport drops are never taken as 
 * what a side received is proven only by that side: a KEEPALIVE's last received position, or (the
   server) a frame on a stream the client opened, which answers the request that opened it; TCP
   ACKs prove nothing about the application;
+* in a conformance run's capture (the rules' ``services``), a client running the profile's `stream`
+  or `resume` test case proves by its k-th REQUEST_N of 2 that it took (so received) the first 2k
+  items of its stream (rules/rsocket_testcase.py);
 * a RESUME naming less than the client proved it received breaks rsocket-resume-client-first-frame;
   a RESUME_OK naming less than the server proved it received breaks rsocket-resume-ok-position;
 * after RESUME_OK the server's positioned frames go on from the client's position: the frames it
@@ -42,7 +45,8 @@ class _Session:
     server_sent: int | None
     server_received: int  # proven: the server received at least this much of the client's frames
     received_why: str
-    client_received: int  # proven by the client's KEEPALIVE
+    client_received: int  # proven by the client's KEEPALIVE (or, in a conformance run, its test case's REQUEST_N)
+    client_why: str = ""
     frames: dict[int, tuple[int, str]] = field(default_factory=dict)  # server frame start -> (end, digest)
 
 
@@ -62,8 +66,10 @@ def check(facts: list[dict]):
 def _set_up(fact: dict) -> _Session:
     complete, sent = fact["complete"], fact["sent"]
     session = _Session(fact["lease"], sent["client"] if complete["client"] else None,
-                       sent["server"] if complete["server"] else None, 0, "", fact["keepalive"]["client"])
+                       sent["server"] if complete["server"] else None, 0, "", 0)
     _proven(session, fact, 0)
+    if fact.get("taken", 0) > session.client_received:
+        session.client_received, session.client_why = fact["taken"], f"on {fact['connection']} {fact['taken_why']}"
     _keep(session, fact["frames"], 0)
     return session
 
@@ -78,7 +84,9 @@ def _proven(session: _Session, fact: dict, base: int) -> None:
     if keepalive > session.server_received:
         session.server_received = keepalive
         session.received_why = f"on {fact['connection']} its KEEPALIVE said position {keepalive}"
-    session.client_received = max(session.client_received, fact["keepalive"]["client"])
+    if fact["keepalive"]["client"] > session.client_received:
+        session.client_received = fact["keepalive"]["client"]
+        session.client_why = f"its KEEPALIVE on {fact['connection']} said position {session.client_received}"
 
 
 def _keep(session: _Session, frames: list, base: int) -> None:
@@ -96,7 +104,7 @@ def _resumed(session: _Session, fact: dict, out: list) -> _Session | None:
     if asked < session.client_received:
         out.append((fact, "client", "rsocket-resume-client-first-frame",
                     f"RESUME names server position {asked}, but the client had received at least "
-                    f"{session.client_received}: its KEEPALIVE on an earlier connection said so", resume["at"]))
+                    f"{session.client_received}: {session.client_why}", resume["at"]))
         return None
     if ok is None:
         return None if fact["refused"] else session  # refused, or the transport dropped again first
