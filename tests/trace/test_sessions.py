@@ -110,6 +110,28 @@ def test_a_request_n_of_another_size_is_not_the_test_cases_proof(tmp_path):
     assert _findings(other, services="on") == []
 
 
+def test_a_resume_ok_past_all_the_client_sent_is_a_finding_in_a_conformance_run(tmp_path):
+    # the client's REQUEST_STREAM is all it sent (positions 0-17): RESUME_OK names 27
+    past = _capture(tmp_path, _set_up(), _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(27))))
+    assert _findings(past, services="on") == [("rsocket-resume-ok-position", "server", RESUMED, 0)]
+    # elsewhere the client may have resumed in between on a connection the capture lacks, and sent more
+    assert _findings(past, services="off") == []
+
+
+def test_a_resume_ok_past_what_the_capture_shows_is_not_judged_across_captures(tmp_path):
+    first = _capture(tmp_path, _set_up(), name="first.pcap")
+    second = _capture(tmp_path, _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(27))), name="second.pcap")
+    assert _findings(first, second, services="on") == []
+
+
+def test_a_resume_whose_resume_ok_the_capture_lacks_may_have_counted_the_clients_frames(tmp_path):
+    # a RESUME connection that drops with no RESUME_OK seen, yet the client sent a REQUEST_N (10 bytes)
+    # on it: the server may have resumed and counted it (17 + 10 = 27)
+    dropped = conversation(("127.0.0.1", 40003), SERVER, [("client", rs.resume(14) + REQUEST_N_2)], start=500)
+    maybe = _capture(tmp_path, _set_up(), dropped, _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(27))))
+    assert _findings(maybe, services="on") == []
+
+
 def test_after_resume_ok_the_server_goes_on_from_the_clients_position(tmp_path):
     resume = [("client", rs.resume(7)), ("server", rs.resume_ok(17))]
     replayed = _capture(tmp_path, _set_up(), _resumed(*resume, ("server", rs.payload(b"1")),

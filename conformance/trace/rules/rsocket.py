@@ -512,7 +512,7 @@ class Rules(Base):
         base = {"client": 0, "server": 0}
         if fact["resume_ok"] is not None:
             base = {"client": fact["resume_ok"].pop("client_base"), "server": self.readers["server"].ok_at or 0}
-        fact.update(frames=list(fact["frames"]), last_ts=self.last_ts,
+        fact.update(frames=list(fact["frames"]), last_ts=self.last_ts, services=self.services,
                     ended=self.ended != {"client": None, "server": None},
                     complete={side: not self.cut[side] for side in self.cut},
                     sent={side: self.readers[side].position - base[side] for side in base},
