@@ -155,11 +155,13 @@ UNSEEN = {
                                 "close either way: the capture is the same",
         "activates-unsupported-suggestion": "activating a suggestion is right for a client that implements it, and "
                                             "what a client implements is not on the wire",
-        "final-required-unchecked": "what a server supports is not on the wire: one that lacks an extension the "
-                                    "final message requires and goes on looks like one that has it",
-        "unsubscribe-removes-everyone": "no subscriber receives the publication and nothing acks it: nothing proves "
-                                        "the server received the SEND (the checks across connections judge a "
-                                        "publication delivered to one subscriber and not to another)",
+        "final-required-unchecked": "what a server supports is not on the wire (nor pinned: the test service names "
+                                    "no extension list): one that lacks an extension the final message requires "
+                                    "and goes on looks like one that has it",
+        "unsubscribe-removes-everyone": "no subscriber receives the publication, nothing acks it and no echo follows "
+                                        "it on its connection: nothing proves the server received the SEND (the "
+                                        "checks across connections judge a publication delivered to one subscriber "
+                                        "and not to another)",
         "command-ignores-large": "the server misreads a valid COMMAND and answers ERROR: a side may give up with an "
                                  "ERROR at any time, and its reason is free text (the test service promises what "
                                  "it serves, not that it never gives up)",
@@ -213,7 +215,8 @@ UNSEEN = {
         "ids-never-reused": "the server stays silent on a reused id: the test service's range:2 owes its items, "
                             "but when a responder sends them is not pinned, so the silence is a stall",
         "resume-any-token": "a RESUME_OK to a token whose SETUP the capture does not hold proves nothing: the "
-                            "session may have been set up before the capture began",
+                            "session may have been set up before the capture began (a conformance run's capture "
+                            "holds the run's traffic, not the server's past)",
         "ignores-setup-rejection": "the client keeps the connection after the rejection until the suite closes "
                                    "it (close_ms later), but the spec gives a rejected client no time to close in "
                                    "and a server may close right after its ERROR: no rule can time the client's close",
