@@ -25,7 +25,7 @@ move went on), any other server frame, a second request, or a gap ends the judgi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: the `stream` test case's request (the profile): data route `range:5`, initial request-n 2
 _RANGE, _ITEMS, _INITIAL_N = b"range:5", 5, 2
@@ -42,13 +42,11 @@ class StreamCase:
     off: bool = False  # not (or no longer) judged: another request, a second one, a gap
     items: int = 0
     credit: int = 0
-    kept = None  # the frame to ignore the client received, and only ordinary items since
-    ends: list = None  # each ordinary item's end position (the server's implied position), None: not known
+    kept: object = None  # the rules' _Ignorable the client received, with only ordinary items since
+    #: each ordinary item's end as the server's implied position (None: not counted); None: no more proofs
+    ends: list | None = field(default_factory=list)
     asked: int = 0  # the client's REQUEST_Ns of 2 so far
     taken: int = 0  # the server position the client proved it received: the end of the items it took
-
-    def __post_init__(self) -> None:
-        self.ends = []
 
     def client(self, f: dict, first_request: bool) -> None:
         self.kept = None  # the client moved after it: its close is not its next move
