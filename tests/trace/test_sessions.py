@@ -39,10 +39,10 @@ def _capture(tmp_path, *connections, pause_after=None, name="c.pcap"):
     return write_pcap(tmp_path / name, segments, times=times)
 
 
-def _findings(*paths):
+def _findings(*paths, services="auto"):
     sessions = Sessions()
     for path in paths:
-        result = check_file(path, {}, "rsocket", {})
+        result = check_file(path, {}, "rsocket", {}, test_services=services)
         assert result.findings == [] and result.problems == [], [str(f) for f in result.findings]
         sessions.add(str(path), result.facts)
     return [(f.requirement, f.sender, f.connection, f.frame) for _, f in sessions.findings()]
@@ -82,6 +82,54 @@ def test_a_resume_below_the_clients_keepalive_position_is_a_finding(tmp_path):
     unsaid = _capture(tmp_path, _set_up(), _resumed(("client", rs.resume(0)), ("server", rs.resume_ok(17))),
                       name="unsaid.pcap")
     assert _findings(unsaid) == []
+
+
+#: REQUEST_N (0x08) of 2 on stream 1: the profile's `stream`/`resume` test case sends it once it has
+#: taken the two PAYLOADs it asked for
+REQUEST_N_2 = rs.frame(1, 0x08, 0, bytes.fromhex("00000002"))
+
+
+def test_a_resume_below_what_the_resume_test_case_took_is_a_finding_in_a_conformance_run(tmp_path):
+    # SETUP with R, REQUEST_STREAM range:5 n 2 (the test case), PAYLOADs 0-7 and 7-14, REQUEST_N 2:
+    # the client took both, so it received up to 14; its RESUME names 0
+    took = _capture(tmp_path, _set_up(("client", REQUEST_N_2)),
+                    _resumed(("client", rs.resume(0)), ("server", rs.resume_ok(27))))
+    assert _findings(took, services="on") == [("rsocket-resume-client-first-frame", "client", RESUMED, 0)]
+    # not a conformance run: any client's application may ask for more before it took what came
+    assert _findings(took, services="off") == []
+    # the right RESUME names 14
+    right = _capture(tmp_path, _set_up(("client", REQUEST_N_2)),
+                     _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(27))), name="right.pcap")
+    assert _findings(right, services="on") == []
+
+
+def test_a_request_n_of_another_size_is_not_the_test_cases_proof(tmp_path):
+    request_n_3 = rs.frame(1, 0x08, 0, bytes.fromhex("00000003"))
+    other = _capture(tmp_path, _set_up(("client", request_n_3)),
+                     _resumed(("client", rs.resume(0)), ("server", rs.resume_ok(27))))
+    assert _findings(other, services="on") == []
+
+
+def test_a_resume_ok_past_all_the_client_sent_is_a_finding_in_a_conformance_run(tmp_path):
+    # the client's REQUEST_STREAM is all it sent (positions 0-17): RESUME_OK names 27
+    past = _capture(tmp_path, _set_up(), _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(27))))
+    assert _findings(past, services="on") == [("rsocket-resume-ok-position", "server", RESUMED, 0)]
+    # elsewhere the client may have resumed in between on a connection the capture lacks, and sent more
+    assert _findings(past, services="off") == []
+
+
+def test_a_resume_ok_past_what_the_capture_shows_is_not_judged_across_captures(tmp_path):
+    first = _capture(tmp_path, _set_up(), name="first.pcap")
+    second = _capture(tmp_path, _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(27))), name="second.pcap")
+    assert _findings(first, second, services="on") == []
+
+
+def test_a_resume_whose_resume_ok_the_capture_lacks_may_have_counted_the_clients_frames(tmp_path):
+    # a RESUME connection that drops with no RESUME_OK seen, yet the client sent a REQUEST_N (10 bytes)
+    # on it: the server may have resumed and counted it (17 + 10 = 27)
+    dropped = conversation(("127.0.0.1", 40003), SERVER, [("client", rs.resume(14) + REQUEST_N_2)], start=500)
+    maybe = _capture(tmp_path, _set_up(), dropped, _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(27))))
+    assert _findings(maybe, services="on") == []
 
 
 def test_after_resume_ok_the_server_goes_on_from_the_clients_position(tmp_path):

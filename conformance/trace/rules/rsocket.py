@@ -28,7 +28,8 @@ SETUP's max lifetime, past which either may be a keepalive timeout), with nothin
 in between and no PAYLOAD it received in that window before: an item or answer handed to its
 application may be what made it end the connection (a requester may take two items of five and
 close; ERROR[CONNECTION_ERROR] may just say that the connection ends), before or after the frame
-to ignore came.
+to ignore came.  In a conformance run's capture a client running the profile's `stream` test case
+wants all five items: the items of its stream in order do not excuse its close (rsocket_testcase.py).
 
 What a frame's content should have been (routing, echoes, reassembled requests, a channel's
 echo of its last item, last-fnf) is the test service's promise: judged by rsocket_service.py, and
@@ -55,6 +56,7 @@ from conformance.protocols.base import Frame
 from conformance.protocols.rsocket import RSocketReader
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.rsocket_service import FNF_KEY, TestService
+from conformance.trace.rules.rsocket_testcase import StreamCase
 
 _REQUESTS = frozenset({"REQUEST_RESPONSE", "REQUEST_FNF", "REQUEST_STREAM", "REQUEST_CHANNEL"})
 _PARITY = {"client": "odd", "server": "even"}
@@ -247,6 +249,7 @@ class Rules(Base):
         self.requested: dict[int, int] = {}  # client stream -> where its request ends (implied position)
         self.mentioned: set = set()  # every stream id any frame (or fragment) of either side carried so far
         self.service = TestService()  # judged only when ``services`` is on (read per frame: set after __init__)
+        self.stream_case = StreamCase()  # the client's `stream` test case, likewise
 
     def new_reader(self, side: str):
         self.readers[side] = _Reader(self.transport, self.monitor, _SIDE[side], self.session, self.mentioned)
@@ -266,10 +269,13 @@ class Rules(Base):
         if side == "server":
             out += self._answers(f, ts)
         first = side == "client" and self.first is None
+        first_request = side == "client" and not self.client_requested
         if first:
             out += self._first(f, ts)
         if f["type"] == "INVALID":
-            return out + self._invalid(side, f, ts, first)
+            out += self._invalid(side, f, ts, first)
+            self._testcase(side, f, first_request)
+            return out
         out += self._stream(side, f, ts)
         if f["type"] == "ERROR":
             out += self._error(side, f, ts)
@@ -283,7 +289,21 @@ class Rules(Base):
             self.ignorable[peer] = _Ignorable(_UNACCOUNTED, "an EXT with I set", ts)
         if self.services:
             out += self.service.on_frame(side, f, ts, self.where(), self.cut)
+        self._testcase(side, f, first_request)
         return out
+
+    def _testcase(self, side: str, f, first_request: bool) -> None:
+        """The client role's `stream` test case (rsocket_testcase.py): only for a conformance run's capture."""
+        if not self.services:
+            return
+        if side == "client":
+            self.stream_case.client(f, first_request and self.set_up)
+            if self.fact is not None and self.fact["kind"] == "SETUP" and self.stream_case.taken > self.fact["taken"]:
+                self.fact["taken"], self.fact["taken_why"] = self.stream_case.taken, self.stream_case.taken_why()
+        else:
+            pos = f.get("pos")
+            end = pos[1] if pos is not None and not self.cut["server"] else None
+            self.stream_case.server(f, self.ignorable["client"], end)
 
     def _first(self, f, ts: float):
         self.first = f["type"]
@@ -416,6 +436,10 @@ class Rules(Base):
                 and not self._prompted(side, ts):
             return [(side, ignored.requirement, f"the {side} closed the connection {1000 * (ts - ignored.ts):.0f} ms "
                      f"after {ignored.what}, which it must ignore, with stream {min(self.live[side])} still open")]
+        if self.services and side == "client" and how == "FIN" and not any(self.cut.values()):
+            found = self.stream_case.closed(ts, self.reaction, self.ended["server"] is not None)
+            if found is not None:
+                return [("client", *found)]
         return []
 
     def _prompted(self, side: str, ts: float) -> bool:
@@ -424,6 +448,7 @@ class Rules(Base):
 
     def on_gap(self, side: str) -> None:
         self.cut[side] = True
+        self.stream_case.stop()
         self.owed = []  # the client may have asked, or the server answered, in the bytes not seen
         self.ignorable[other(side)] = None
 
@@ -442,7 +467,7 @@ class Rules(Base):
                 self.fact = {"first_ts": ts, "kind": kind, "key": bytes(f["resume_token"] or b"").hex(),
                              "lease": bool(f.get("lease")), "window": self.window, "refused": False,
                              "resume": None, "resume_ok": None, "lease_after_ok": False,
-                             "keepalive": {"client": 0, "server": 0}, "answered": 0,
+                             "keepalive": {"client": 0, "server": 0}, "answered": 0, "taken": 0, "taken_why": "",
                              "frames": deque(maxlen=SESSION_FRAMES), "after_ok": []}
                 if kind == "RESUME":
                     self.fact["resume"] = {"server_position": f["server_position"], "at": self.where()}
@@ -487,7 +512,7 @@ class Rules(Base):
         base = {"client": 0, "server": 0}
         if fact["resume_ok"] is not None:
             base = {"client": fact["resume_ok"].pop("client_base"), "server": self.readers["server"].ok_at or 0}
-        fact.update(frames=list(fact["frames"]), last_ts=self.last_ts,
+        fact.update(frames=list(fact["frames"]), last_ts=self.last_ts, services=self.services,
                     ended=self.ended != {"client": None, "server": None},
                     complete={side: not self.cut[side] for side in self.cut},
                     sent={side: self.readers[side].position - base[side] for side in base},

@@ -9,6 +9,9 @@ proves is judged, and bytes in flight when a transport drops are never taken as 
 * what a side received is proven only by that side: a KEEPALIVE's last received position, or (the
   server) a frame on a stream the client opened, which answers the request that opened it; TCP
   ACKs prove nothing about the application;
+* in a conformance run's capture (the rules' ``services``), a client running the profile's `stream`
+  or `resume` test case proves by its k-th REQUEST_N of 2 that it took (so received) the first 2k
+  items of its stream (rules/rsocket_testcase.py);
 * a RESUME naming less than the client proved it received breaks rsocket-resume-client-first-frame;
   a RESUME_OK naming less than the server proved it received breaks rsocket-resume-ok-position;
 * after RESUME_OK the server's positioned frames go on from the client's position: the frames it
@@ -23,7 +26,12 @@ is judged across the connections to one server (``check_last_fnf``).
 
 A session whose SETUP connection is not in the capture is not judged; nor, from there on, one
 whose RESUME or RESUME_OK names a position past all the capture shows sent (a connection of the
-session is missing), one cut by a gap, or one already found broken.
+session is missing), one cut by a gap, or one already found broken.  Except in a conformance run's
+capture (``services``), which holds every connection the suite made (traffic to the server the
+capture does not hold is what saying so rules out, as for last-fnf): there a RESUME_OK naming more
+than the client sent on all the session's connections (each from that one capture, whole, and
+none a resume whose client frames may have counted without a RESUME_OK shown) breaks
+rsocket-resume-ok-position.
 """
 
 from __future__ import annotations
@@ -42,7 +50,11 @@ class _Session:
     server_sent: int | None
     server_received: int  # proven: the server received at least this much of the client's frames
     received_why: str
-    client_received: int  # proven by the client's KEEPALIVE
+    client_received: int  # proven by the client's KEEPALIVE (or, in a conformance run, its test case's REQUEST_N)
+    client_why: str = ""
+    #: the conformance run's capture every connection of the session so far came from (None: not one, or
+    #: a connection whose client frames may count without a RESUME_OK the capture shows)
+    run: str | None = None
     frames: dict[int, tuple[int, str]] = field(default_factory=dict)  # server frame start -> (end, digest)
 
 
@@ -62,8 +74,11 @@ def check(facts: list[dict]):
 def _set_up(fact: dict) -> _Session:
     complete, sent = fact["complete"], fact["sent"]
     session = _Session(fact["lease"], sent["client"] if complete["client"] else None,
-                       sent["server"] if complete["server"] else None, 0, "", fact["keepalive"]["client"])
+                       sent["server"] if complete["server"] else None, 0, "", 0)
+    session.run = fact["capture"] if fact.get("services") else None
     _proven(session, fact, 0)
+    if fact.get("taken", 0) > session.client_received:
+        session.client_received, session.client_why = fact["taken"], f"on {fact['connection']} {fact['taken_why']}"
     _keep(session, fact["frames"], 0)
     return session
 
@@ -78,7 +93,9 @@ def _proven(session: _Session, fact: dict, base: int) -> None:
     if keepalive > session.server_received:
         session.server_received = keepalive
         session.received_why = f"on {fact['connection']} its KEEPALIVE said position {keepalive}"
-    session.client_received = max(session.client_received, fact["keepalive"]["client"])
+    if fact["keepalive"]["client"] > session.client_received:
+        session.client_received = fact["keepalive"]["client"]
+        session.client_why = f"its KEEPALIVE on {fact['connection']} said position {session.client_received}"
 
 
 def _keep(session: _Session, frames: list, base: int) -> None:
@@ -96,12 +113,21 @@ def _resumed(session: _Session, fact: dict, out: list) -> _Session | None:
     if asked < session.client_received:
         out.append((fact, "client", "rsocket-resume-client-first-frame",
                     f"RESUME names server position {asked}, but the client had received at least "
-                    f"{session.client_received}: its KEEPALIVE on an earlier connection said so", resume["at"]))
+                    f"{session.client_received}: {session.client_why}", resume["at"]))
         return None
+    if fact["capture"] != session.run or not fact.get("services"):
+        session.run = None
     if ok is None:
+        if fact["sent"]["client"]:
+            session.run = None  # frames sent after a RESUME whose RESUME_OK the capture lacks: counted or not
         return None if fact["refused"] else session  # refused, or the transport dropped again first
     position = ok["position"]
     if session.client_sent is not None and position > session.client_sent:
+        if session.run is not None:
+            out.append((fact, "server", "rsocket-resume-ok-position",
+                        f"RESUME_OK names client position {position}, but the client's positioned frames on all "
+                        f"the session's connections end at {session.client_sent}: this conformance run's capture "
+                        "holds every one of them", ok["at"]))
         return None  # more than the capture shows the client sent: a connection is missing from it
     if position < session.server_received:
         out.append((fact, "server", "rsocket-resume-ok-position",
