@@ -58,6 +58,11 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
     return parsed
 
 
+#: HotSpot's tier-4 (C2) thresholds times ten (defaults 5000, 600, 15000, 40000)
+C2_LATER = ("-XX:Tier4InvocationThreshold=50000", "-XX:Tier4MinInvocationThreshold=6000",
+            "-XX:Tier4CompileThreshold=150000", "-XX:Tier4BackEdgeThreshold=400000")
+
+
 def default_settings(master: str) -> dict[str, str]:
     """Settings the job wants unless the user (or spark-submit) set them."""
     settings = {
@@ -79,8 +84,13 @@ def default_settings(master: str) -> dict[str, str]:
     # this flag HotSpot leaves them interpreted, several times slower. The
     # parallel collector: a batch job wants throughput, and G1's concurrent
     # work cost about a tenth more CPU over the records (2026-11-26, BENCHMARKS.md).
+    # C2 thresholds ten times HotSpot's: in a JVM that lives for one short job, C2 spent
+    # more CPU compiling Spark's planner and Janino (warm for seconds only) than the tasks
+    # spent on the records, on the same cores; the per-record loops still reach C2
+    # (2026-11-27, BENCHMARKS.md).
     for role in ("driver", "executor"):
-        settings[f"spark.{role}.extraJavaOptions"] = "-XX:-DontCompileHugeMethods -XX:+UseParallelGC"
+        settings[f"spark.{role}.extraJavaOptions"] = " ".join(("-XX:-DontCompileHugeMethods -XX:+UseParallelGC",
+                                                                *C2_LATER))
     if master.startswith("local"):
         # Keep an embedded Spark on loopback: no hostname lookups, no listening on other interfaces.
         # Adaptive execution runs every shuffle as a job of its own and plans the rest again after
