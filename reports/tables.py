@@ -131,7 +131,10 @@ def flaky(valid: DataFrame) -> DataFrame:
     version_key = ["implementation", "implementationVersion", "protocol", "case", "transport"]
     # Runs' worst grades can differ only where the records hold two grades: the aggregate per run (about a row
     # per record) is computed for those keys alone, found by one aggregate with a row per key.
-    mixed = valid.groupBy(*version_key).agg(F.min("grade").alias("_low"), F.max("grade").alias("_high"))
+    # On the grades' ranks, not their texts: a string minimum is a sort-based aggregate (every record sorted),
+    # an integer one a hash aggregate; valid grades are the seven ranked ones, so "two ranks" is "two grades".
+    rank = severity(F.col("grade"))
+    mixed = valid.groupBy(*version_key).agg(F.min(rank).alias("_low"), F.max(rank).alias("_high"))
     mixed = checkpointed(mixed.where(F.col("_low") != F.col("_high")).select(*version_key))
     # Counted (a job of its own) so the join can take the keys by broadcast when they are few, as flaky cases
     # are: a join left to adaptive execution shuffles the records by key before it learns how few they are.
