@@ -566,6 +566,7 @@ class TcpDecoder:
         self._buf = bytearray()
         self._failed: FrameError | None = None
         self.last_length = 0  # the last frame's length without its prefix (resume positions)
+        self.last_word = 0  # the last frame's type-and-flags word (flags its Frame folds away, e.g. F beside C)
 
     @property
     def buffered(self) -> int:
@@ -601,6 +602,7 @@ class TcpDecoder:
         body = bytes(self._buf[3:3 + length])
         del self._buf[:3 + length]
         self.last_length = length
+        self.last_word = int.from_bytes(body[4:6], "big")
         return decode_frame(body)
 
     def __iter__(self) -> Iterator[Frame]:

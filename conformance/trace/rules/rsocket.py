@@ -84,17 +84,6 @@ _STOPPERS = frozenset({"frame-too-large", "frame-too-short"})  # a bad length: n
 SESSION_FRAMES = 64
 
 
-class _PeekingDecoder(codec.TcpDecoder):
-    """TCP framing that keeps the type-and-flags word of the frame it decodes last: the codec
-    reports F|C as C alone ("Handling the Unexpected"), and the test service's rules name the F."""
-
-    word = 0
-
-    def next_frame(self):
-        self.word = int.from_bytes(self._buf[7:9], "big") if len(self._buf) >= 9 else 0
-        return super().next_frame()
-
-
 class _Reader(RSocketReader):
     """The harness reader, also handing every codec frame to the connection's wire monitor, and
     turning a frame that does not decode (its length known) into an ``INVALID`` frame.
@@ -112,22 +101,25 @@ class _Reader(RSocketReader):
         self.position = 0  # the implied position of what this side sent
         self.ok_at: int | None = None  # the position when RESUME_OK came (the server's count starts there)
         self._spans: dict[int, tuple] = {}  # stream -> (start, first fragment's end, hash) of a message begun
-        self._decoder = _PeekingDecoder()
 
     def feed(self, data: bytes | str) -> list[Frame]:
         if self.transport != "tcp":
-            self._decoder.word = int.from_bytes(data[4:6], "big") if isinstance(data, bytes) else 0
             return self._decoded(lambda: codec.decode_websocket(data),
-                                 lambda: len(data.encode() if isinstance(data, str) else data))
+                                 lambda: len(data.encode() if isinstance(data, str) else data),
+                                 lambda: int.from_bytes(data[4:6], "big"))
         self._decoder.feed(data.encode() if isinstance(data, str) else data)
         out: list[Frame] = []
         while True:
-            frames = self._decoded(self._decoder.next_frame, lambda: self._decoder.last_length)
+            frames = self._decoded(self._decoder.next_frame, lambda: self._decoder.last_length,
+                                   lambda: self._decoder.last_word)
             if frames is None:
                 return out
             out += frames
 
-    def _decoded(self, next_frame: Callable, length: Callable[[], int]) -> list[Frame] | None:
+    def _decoded(self, next_frame: Callable, length: Callable[[], int], word: Callable[[], int]) -> list[Frame] | None:
+        """The frame ``next_frame`` decodes, as harness frames; ``length`` and ``word``: its length and its
+        type-and-flags word (the codec reports F|C as C alone, "Handling the Unexpected"; the test service's
+        rules name the F)."""
         try:
             frame = next_frame()
         except codec.FrameError as exc:
@@ -154,7 +146,7 @@ class _Reader(RSocketReader):
             out[-1].fields["monitor"], self.seen = self.seen, []
         if out and span:
             out[-1].fields["pos"] = span
-        if out and getattr(frame, "complete", False) and self._decoder.word & codec.FLAG_F:
+        if out and getattr(frame, "complete", False) and word() & codec.FLAG_F:
             out[-1].fields["f_and_c"] = True  # the message's last frame had F and C
         return out
 
