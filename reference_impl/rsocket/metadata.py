@@ -47,16 +47,21 @@ def decode_composite(metadata: bytes) -> list[tuple[str | int, bytes]]:
     return entries
 
 
-def decode_routing(entry: bytes) -> list[str]:
-    tags: list[str] = []
+def routing_tags(entry: bytes) -> list[bytes]:
+    """A routing entry's tags (Extensions/Routing.md: each behind a one-byte length), as sent."""
+    tags: list[bytes] = []
     pos = 0
     while pos < len(entry):
         end = pos + 1 + entry[pos]
         if end > len(entry):
             raise CodecError("routing-truncated", "tag past the end")
-        tags.append(entry[pos + 1:end].decode("utf-8", "replace"))
+        tags.append(entry[pos + 1:end])
         pos = end
     return tags
+
+
+def decode_routing(entry: bytes) -> list[str]:
+    return [tag.decode("utf-8", "replace") for tag in routing_tags(entry)]
 
 
 def route_of(metadata: bytes | None) -> str | None:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from reference_impl.common.errors import CodecError
 from reference_impl.rsocket import codec
-from reference_impl.rsocket.metadata import COMPOSITE_MIME, ROUTING_MIME, decode_composite
+from reference_impl.rsocket.metadata import COMPOSITE_MIME, ROUTING_MIME, decode_composite, routing_tags
 
 UNKNOWN_ROUTE = b"unknown route"
 #: routes whose answer is never "unknown route", by request type
@@ -262,32 +262,18 @@ def route_of(f: dict, composite: bool | None) -> Route | None:
         if composite:
             try:
                 entries = [entry for mime, entry in decode_composite(bytes(metadata)) if mime == ROUTING_MIME]
+                tags = routing_tags(entries[0]) if len(entries) == 1 else None
             except CodecError:
                 return None
-            if len(entries) > 1:
+            if len(entries) > 1 or tags is not None and len(tags) != 1:
                 return None
-            if entries:
-                tags = _tags(entries[0])
-                if tags is None or len(tags) != 1:
-                    return None
+            if tags:
                 route, routed = tags[0], True
     try:
         route.decode("utf-8")
     except UnicodeDecodeError:
         return None
     return Route(route, routed, fragments)
-
-
-def _tags(entry: bytes) -> list[bytes] | None:
-    """Routing metadata (Extensions/Routing.md): tags, each behind a one-byte length."""
-    tags, pos = [], 0
-    while pos < len(entry):
-        end = pos + 1 + entry[pos]
-        if end > len(entry):
-            return None
-        tags.append(entry[pos + 1:end])
-        pos = end
-    return tags
 
 
 def _in_range(route: bytes) -> bool:
