@@ -25,16 +25,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reference_impl.rsio.service import pattern  # the profile's bytes: byte i is (start + i) mod 256
+
 _NUMBER = "(0|[1-9][0-9]*)"  # the profile's N and SIZE: decimal, no sign, no leading zero
 _FIXED = re.compile(f"test/fixed/{_NUMBER}/{_NUMBER}")
 _LARGE = re.compile(f"test/large/{_NUMBER}")
-_CYCLE = bytes(range(256))
-
-
-def pattern(start: int, length: int) -> bytes:
-    """The test services' bytes: byte i is (start + i) mod 256."""
-    first = start % 256
-    return (_CYCLE * ((first + length) // 256 + 1))[first:first + length]
 
 
 @dataclass

@@ -20,11 +20,13 @@ A Request ACTION 0x101 (the service names 0x101 for a Notify only) is not judged
 
 from __future__ import annotations
 
+from reference_impl.stmp.service import ACTION_DELAY, ACTION_ECHO, ACTION_NOTIFY_ECHO
+
 from conformance.trace.findings import SHOULD
 
 NOT_FOUND = 0x24
 #: the non-reserved ACTIONs the service names (0x101 as a Notify; a Request 0x101 is left alone)
-SERVICE_ACTIONS = frozenset({0x100, 0x101, 0x102})
+SERVICE_ACTIONS = frozenset({ACTION_ECHO, ACTION_NOTIFY_ECHO, ACTION_DELAY})
 #: error statuses a correct server may send before it looks at the ACTION
 _NOT_ABOUT_THE_ACTION = frozenset({0x21, 0x22, 0x23, 0x25, 0x26, 0x27, 0x30, 0x32, 0x33, 0x34})
 _USER_DEFINED = range(0x80, 0x100)
