@@ -86,10 +86,17 @@ def matrix(valid: DataFrame, allure: DataFrame | None) -> DataFrame:
 
 
 def runs(valid: DataFrame) -> DataFrame:
-    return valid.groupBy("protocol", "run", "implementation", "implementationVersion").agg(
-        F.min("ts").alias("started"),
-        F.max("ts").alias("lastCase"),
-        F.count(F.lit(1)).alias("records"),
+    key = ["protocol", "run", "implementation", "implementationVersion"]
+    # The folder is a grouping key first: a string minimum over every record is a sort-based aggregate
+    # (every record sorted), a string key a hash one; a run has one folder or a few, so the minimum is
+    # then taken over a row per run and folder.
+    per_folder = valid.groupBy(*key, "runDir").agg(
+        F.min("ts").alias("started"), F.max("ts").alias("lastCase"), F.count(F.lit(1)).alias("records")
+    )
+    return per_folder.groupBy(*key).agg(
+        F.min("started").alias("started"),
+        F.max("lastCase").alias("lastCase"),
+        F.sum("records").alias("records"),
         F.min("runDir").alias("runDir"),
     )
 
