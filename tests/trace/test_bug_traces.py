@@ -55,6 +55,9 @@ EXACT = {
     "mtl": {"content-after-dismiss", "summon-twice-ok", "answers-ill-formed", "skips-402", "server-first-no-iterations",
             "server-final-in-201", "confirm-full-on-test", "port-as-string", "profile-before-auth", "no-dead-peer",
             "authorize-before-open",
+            # by the test service (rules/mtl_services.py): the case's first request, the service's
+            # Connection.Open of test-env spelled CONNECTION.OPEN, refused 400
+            "case-sensitive-commands",
             # across connections (conformance/trace/sessions/mtl.py): a Confirm on a data connection
             # holding a lease the control connection's 202 granted to a Connection.Writer of confirm none
             "lease-shared", "confirms-none-writer"},
@@ -191,10 +194,6 @@ UNSEEN = {
                                              "after both either way (its cause is internal, only the exit code differs)",
     },
     "mtl": {
-        "case-sensitive-commands": "the case's first request, CONNECTION.OPEN, gets 400 and the case ends there: "
-                                   "its body names the virtual host test-env, which the test service does not pin "
-                                   "(it pins the profiles, the user and the mechanisms), so the 400 cannot be told "
-                                   "from a server that serves no such virtual host",
         # the confirm-test targets: a Content sent again carries a new sequence, so only its body could tell
         # it from another; the suite's cases write the same bodies ("one", "two", ...), and a Content another
         # reader left unconfirmed (a reader of an earlier case, or of a run before the capture began) may be
