@@ -135,7 +135,11 @@ UNSEEN = {
                                        "allowed and its reason is free text",
         "hello-count-u8": "the server misreads a valid clientHello, says goodbye and closes at once: a goodbye is "
                           "always allowed, its reason is free text, and a side bounds its wait for the answer as "
-                          "it likes (the profile names no minimum; see goodbye-no-wait)",
+                          "it likes (the profile names no minimum; see goodbye-no-wait). Pinning that the test "
+                          "service answers every valid clientHello with its serverHello would not help: its "
+                          "serverHello does come (sent at accept, before it reads the clientHello), the goodbye "
+                          "only after the case's subscribe; and a goodbye to valid bytes does not prove a "
+                          "misread framing (rsio-message-framing, the case's requirement) over a side giving up",
         "goodbye-no-wait": "a side may close right after its goodbye (one owed for invalid bytes or a wrong version "
                            "closes at once) and may bound its wait for the answer: the capture cannot tell the "
                            "client that did not wait from those",
