@@ -12,9 +12,11 @@ the heartbeat timeout.  Each Lease's Response is a session fact: a lease granted
 connections at once is judged across connections (conformance/trace/sessions/mtl.py).  So is
 each 202 Data Lease (its lease, port, and the Connection.Reader/Writer's confirm model), keyed
 at the data port it names: the Confirms a data connection's server sends for the client's
-Contents are judged against the confirm model of the lease the connection holds.  Not seen on
-the wire: case-insensitive names (a 400 to a spelling cannot be told from a 400 to the body),
-which Contents a Confirm covered."""
+Contents are judged against the confirm model of the lease the connection holds.  With the test
+services on (Rules.services, rules/mtl_services.py): a 400 or 501 to the test service's
+Connection.Open of test-env spelled in another letter case.  Not seen on the wire: other
+case-insensitive names (a 400 to a spelling cannot be told from a 400 to the body or the
+session's state), which Contents a Confirm covered."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from conformance.protocols.base import Frame
 from conformance.protocols.mtl import NAMES, new_reader, to_frame
 from conformance.protocols.zmtp_channel import ZmtpReader
 from conformance.trace.rules import Rules as Base
+from conformance.trace.rules import mtl_services
 
 
 def _client_frame(parts: list[bytes]) -> Frame:
@@ -38,7 +41,7 @@ def _client_frame(parts: list[bytes]) -> Frame:
     try:
         if parts and parts[0] == b"":
             request = control.decode_request(parts[1:])
-            return Frame({"kind": "request", "request": request}, f"MTL request {request.command}")
+            return Frame({"kind": "request", "request": request, "body": parts[2]}, f"MTL request {request.command}")
         return to_frame(parts)
     except CodecError as exc:
         control_request = bool(parts) and parts[0] == b""
@@ -68,6 +71,8 @@ class Rules(Base):
         self.dead_peer_seen = False
         self.readers: dict[str, ZmtpReader] = {}
         self.ill_formed = 0  # ill-formed control requests since
+        self.asked = 0  # control requests (ill-formed ones too) the client sent
+        self.first_open: control.Request | None = None  # the first, when the test service's Open in another case
         self.commands: dict[int, tuple[str, str]] = {}  # seq -> (kind, resource) of the client's Summon/Dismiss
         self.summoned: set[str] = set()
         self.dismissed: set[str] = set()
@@ -122,6 +127,10 @@ class Rules(Base):
 
     def _reply(self, request: control.Request, f):
         code, key = f.get("code"), request.key
+        if request is self.first_open and self.services and not self.blind:
+            refused = mtl_services.open_refused(request.command, code)
+            if refused:
+                return [refused]
         body_of = request.body if isinstance(request.body, dict) else {}
         if key == control.OPEN and code in (401, 201):
             self.opened = True
@@ -199,9 +208,13 @@ class Rules(Base):
             error: CodecError = f["error"]
             if f["control"]:
                 self.ill_formed += 1
+                self.asked += 1
             return [("client", self.ERRORS.get(error.code, self.FRAMING), f"an ill-formed message: {error}")]
         if kind == "request":
             self.requests.append(f["request"])
+            if not self.asked and not self.blind and mtl_services.pinned_open(f["request"].command, f["body"]):
+                self.first_open = f["request"]
+            self.asked += 1
         elif kind in ("summon", "dismiss"):
             self.commands[f["seq"]] = (kind, f.get("resource", ""))
         elif kind == "lease" and isinstance(f.get("lease"), str):
