@@ -18,7 +18,10 @@ hello and its final handshake), codec errors naming requirements, and what a cap
   (conformance/trace/sessions/micromessage2.py).
 
 What each side supports is not on the wire, so accepting an extension a side lacks (or
-activating a suggestion it does not implement) looks like support and is not judged."""
+activating a suggestion it does not implement) looks like support and is not judged; with the test
+services on (Rules.services), what the profile pins the test service and the test clients to lack
+is (rules/micromessage2_services.py): required of them, it is owed ERROR and the close, and a test
+client does not activate it."""
 
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from reference_impl.micromessage2.window import ReceiveWindow
 
 from conformance.protocols.micromessage2 import new_reader
 from conformance.trace.rules import Rules as Base, other
+from conformance.trace.rules.micromessage2_services import client_lacks, service_lacks
 
 _WINDOW_RULE = {"server": "mm2-server-window", "client": "mm2-sender-window"}
 #: per connection, at most this many topics, publications per topic, and messages sent after a
@@ -96,6 +100,11 @@ class Rules(Base):
         self.recent: deque = deque(maxlen=_KEPT)  # digests of the client's last messages (with pubsub on)
         self.ambiguous: set[str] = set()  # sent before a subscribe too: its echo would prove nothing
         self.last_ts = 0.0
+        self.close_window = params.get("close_ms", 3000) / 1000
+        # with the test services on: (since, what) of a client message requiring an extension the test
+        # service lacks, until the server's ERROR; and what a server hello required that a test client lacks
+        self.owed_error: tuple[float, str] | None = None
+        self.client_lacking: list[str] = []
 
     def new_reader(self, side: str):
         reader = new_reader(self.transport)
@@ -112,6 +121,16 @@ class Rules(Base):
         if side == self.must_error and kind != "error":
             out += self._once(side, "mm2-version-error", f"the {side} sent a {kind} frame after the {other(side)}'s "
                               f"hello of major {self.hellos[other(side)]['major']}: it must send ERROR and disconnect")
+        if side == "client" and self.client_lacking and kind != "error":
+            out += self._once(side, "mm2-client-error-on-required", f"the client sent a {kind} frame after the "
+                              f"server's hello required {self.client_lacking}, which the test clients do not "
+                              "implement: it must send ERROR and disconnect")
+        if side == "server" and self.owed_error is not None:
+            if kind != "error":
+                out += self._once(side, "mm2-server-lacks-required", f"the server sent a {kind} frame after "
+                                  f"{self.owed_error[1]}, which the test service does not implement: it must "
+                                  "send ERROR and disconnect")
+            self.owed_error = None
         if side == "client" and self.bad_list is not None and kind != "error":
             out += self._once(side, "mm2-field-restrictions", f"the client sent a {kind} frame after the server's "
                               f"hello listed {self.bad_list}: a syntax error, it must send ERROR and disconnect")
@@ -122,7 +141,7 @@ class Rules(Base):
             return out + self._once(side, "mm2-error-frame", f"the {side} sent a {kind} frame after it had received "
                                     "an ERROR frame: it must close")
         if kind == "handshake":
-            return out + self._handshake(side, f)
+            return out + self._handshake(side, f, ts)
         if self.extensions is None:
             return out
         if kind == "extension":
@@ -133,10 +152,12 @@ class Rules(Base):
 
     # -- the handshake -------------------------------------------------------------------------
 
-    def _handshake(self, side: str, f):
+    def _handshake(self, side: str, f, ts: float):
         if side not in self.hellos:
             self.hellos[side] = f
             peer = other(side)
+            if self.services:
+                self._lacking(side, f, ts)
             if peer in self.hellos and self.hellos[peer]["major"] != f["major"]:
                 # a different major is never compatible: the client, whose turn it is, sends ERROR, not its final
                 self.must_error = "client"
@@ -147,9 +168,22 @@ class Rules(Base):
             return []
         if side != "client" or "server" not in self.hellos or self.extensions is not None:
             return []
-        return self._final(f, self.hellos["client"], self.hellos["server"])
+        return self._final(f, self.hellos["client"], self.hellos["server"], ts)
 
-    def _final(self, final, hello, answer):
+    def _lacking(self, side: str, hello, ts: float) -> None:
+        """A hello's required extensions the test service (a client hello of major 1 it has not yet
+        answered) or a test client (the server hello answering its hello) lacks."""
+        required = _names(hello["required"]) or []
+        if side == "client" and "server" not in self.hellos and hello["major"] == 1:
+            lacking = [name for name in required if service_lacks(name)]
+            if lacking:
+                self.owed_error = (ts, f"the client's hello required {lacking}")
+        elif side == "server" and "client" in self.hellos:
+            own = [_names(self.hellos["client"][key]) for key in ("required", "optional")]
+            if None not in own:
+                self.client_lacking = [name for name in required if client_lacks(name, {*own[0], *own[1]})]
+
+    def _final(self, final, hello, answer, ts: float):
         out = []
         version = common_version((hello["major"], hello["minor"]), (answer["major"], answer["minor"]))
         if version and (final["major"], final["minor"]) != version:
@@ -168,6 +202,15 @@ class Rules(Base):
         if unoffered:
             out.append(("client", "mm2-client-final", f"the client's final handshake activates {unoffered}, which "
                         "neither hello offered"))
+        if self.services:
+            own = {*client_required, *client_optional}
+            suggested = [name for name in optional if name in server_optional and client_lacks(name, own)]
+            if suggested:
+                out.append(("client", "mm2-client-final", f"the client's final handshake activates the server's "
+                            f"suggestion(s) {suggested}, which the test clients do not implement"))
+            lacking = [name for name in required if service_lacks(name)]
+            if lacking and self.owed_error is None and "client" not in self.error_at:
+                self.owed_error = (ts, f"the client's final handshake required {lacking}")
         self.extensions = required + optional
         parsed = parse_extension_list(final["required"]) + parse_extension_list(final["optional"])
         try:
@@ -277,11 +320,26 @@ class Rules(Base):
         if side == self.must_error and peer not in self.error_at:  # error_at[peer]: the side sent an ERROR
             out += self._once(side, "mm2-version-error", f"the {side} closed ({how}) after the {peer}'s hello of "
                               f"major {self.hellos[peer]['major']} without an ERROR frame")
+        if self.owed_error is not None and peer not in self.ended:
+            out += self._unanswered(side, ts, how, pending)
         since = self.error_at.get(peer)
         if since is None or peer in self.ended or ts - since < self.prompt:
             return out
         return out + self._once(peer, "mm2-error-frame", f"the {peer} kept the connection open {ts - since:.3f} s "
                                 f"after it received an ERROR frame; the {side} closed it ({how})")
+
+    def _unanswered(self, side: str, ts: float, how: str, pending: int):
+        """The server owes ERROR (owed_error): it closed without one, or the client closed a close window
+        after the message that called for it with the server still silent."""
+        since, what = self.owed_error
+        if side == "server" and not pending:
+            return self._once("server", "mm2-server-lacks-required", f"the server closed ({how}) without an ERROR "
+                              f"frame after {what}, which the test service does not implement", "server")
+        if side == "client" and ts - since >= self.close_window:
+            return self._once("server", "mm2-server-lacks-required", f"the server sent no ERROR in {ts - since:.3f} s "
+                              f"after {what}, which the test service does not implement; the client closed ({how})",
+                              "server")
+        return []
 
     def on_gap(self, side: str) -> None:
         super().on_gap(side)
