@@ -89,10 +89,10 @@ class Rules(Base):
         self.responses_sent = {"client": set(), "server": set()}  # IDs of Responses a side sent
         self.offered: list[str] = []
         self.version = ""  # the version the negotiation's Ok chose
-        # request ID -> the ACTION, reserved (or, with the test services, one the service lacks), of the
-        # client's one outstanding request with that ID (None: two outstanding requests share the ID, so
-        # which one a Response answers is unknown)
-        self.reserved: dict[int, int | None] = {}
+        # request ID -> the ACTION the server lacks (a reserved one, or with the test services one the
+        # service lacks) of the client's one outstanding request with that ID (None: two outstanding
+        # requests share the ID, so which one a Response answers is unknown)
+        self.unknown_actions: dict[int, int | None] = {}
         # when the client's first message, not the negotiation, arrived, while the server owes it BadRequest and a close
         self.refusal_owed: float | None = None
         self.refused_id = 0  # the ID an error reply to a first message that is not the negotiation carries
@@ -136,7 +136,7 @@ class Rules(Base):
             self.refusal_owed = ts
         elif f["kind"] == "request":
             if side == "client" and self.negotiation == "open":
-                self._note_reserved(f)
+                self._note_unknown_action(f)
             self.outstanding[side][f["id"]] += 1
             if f["id"] == 0:
                 out.append((side, "stmp-request-fields", f"{_show(f)} after the negotiation: "
@@ -197,23 +197,23 @@ class Rules(Base):
             return []
         return [("server", "stmp-negotiation-ok", f"the server sent {_show(f)} before the client negotiated")]
 
-    def _note_reserved(self, f) -> None:
+    def _note_unknown_action(self, f) -> None:
         """Remember a Request with a reserved ACTION the server must answer NotImplemented, or with the
         test services one the service answers NotFound (judged in _response), unless another request
         with its ID is outstanding (which it answers is then unknown)."""
         request_id = f["id"]
-        if request_id in self.reserved or self.outstanding["client"][request_id] > 0:
-            self.reserved[request_id] = None
+        if request_id in self.unknown_actions or self.outstanding["client"][request_id] > 0:
+            self.unknown_actions[request_id] = None
         elif f["action"] in _RESERVED or self.services and unknown_action(f["action"]):
-            self.reserved[request_id] = f["action"]
+            self.unknown_actions[request_id] = f["action"]
 
-    def _reserved_answer(self, f):
+    def _unknown_action_answer(self, f):
         """A NotFound to a Request with a reserved ACTION (0x01..0xFF, once 0.1 is negotiated): the server
         says it knows no such ACTION, and an unknown reserved ACTION gets NotImplemented (0x31), not the
         NotFound of an unknown application ACTION.  Ok, BadRequest or another status is not judged: they
         do not show the server took the ACTION for an unknown one.  With the test services on, the answer
         to an application ACTION the service lacks is judged by stmp_services (NotFound owed)."""
-        action = self.reserved.pop(f["id"], None) if self.outstanding["client"][f["id"]] <= 1 else None
+        action = self.unknown_actions.pop(f["id"], None) if self.outstanding["client"][f["id"]] <= 1 else None
         if action is None or self.version != _VERSION or "client" in self.blind:
             return []
         if action not in _RESERVED:  # noted only with the test services on
@@ -229,7 +229,7 @@ class Rules(Base):
     def _response(self, side: str, f):
         peer = other(side)
         if self.outstanding[peer][f["id"]] > 0:
-            out = self._reserved_answer(f) if side == "server" and f["id"] in self.reserved else []
+            out = self._unknown_action_answer(f) if side == "server" and f["id"] in self.unknown_actions else []
             self._answered(peer, f["id"])
             return out
         if side == "server" and self.cut_short:
@@ -258,7 +258,7 @@ class Rules(Base):
         if f["kind"] == "ping":
             return []
         if f["kind"] == "response" and self.outstanding["client"][f["id"]] > 0:
-            self.reserved.pop(f["id"], None)
+            self.unknown_actions.pop(f["id"], None)
             self._answered("client", f["id"])  # a reply to a request before the bad bytes
             return []
         if f["kind"] == "response" and self.error_reply_allowed and f["status"] != _OK:
