@@ -115,7 +115,7 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
         if args.pcap:
             capture.stop()
     if args.pcap:
-        error = _write_pcap(recorder, Path(args.pcap))
+        error = _write_pcap(recorder, Path(args.pcap), args.param, args.time_scale)
         if error:
             print(error, file=sys.stderr)
             return 2
@@ -127,12 +127,15 @@ def _run(args: argparse.Namespace, extra: list[str]) -> int:
     return int(code)
 
 
-def _write_pcap(recorder, path: Path) -> str | None:
-    """The run's TCP traffic as pcapng; a one-line error when it cannot be written."""
+def _write_pcap(recorder, path: Path, params: list[str], time_scale: float | None) -> str | None:
+    """The run's TCP traffic as pcapng, with the run's waits; a one-line error when it cannot be written."""
     from conformance.extras import missing_extra
     from conformance.trace import capture
+    from conformance.trace.cli import parse_params
+    # the run itself refused malformed --param values; here they are only left out
+    waits = capture.run_waits(parse_params(params, []), time_scale or 1.0)
     try:
-        count = capture.write(recorder, path)
+        count = capture.write(recorder, path, waits)
     except ModuleNotFoundError as exc:
         return str(missing_extra(exc, "trace", "conformance run --pcap") or exc)
     except OSError as exc:

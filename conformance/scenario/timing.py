@@ -21,6 +21,10 @@ SUITE_WAITS = {
     "transfer_ms": 10000,  # a reply carrying a megabyte or more
     "keepalive_ms": 1000,  # keep_alive's pace: at most a second, shorter than any timer a spec allows
 }
+#: of those, the suite's own pacing, which --time-scale never stretches
+UNSCALED_WAITS = frozenset({"keepalive_ms"})
+#: the waits each protocol's adapter adds (its ``params``), stretched like the suite's
+ADAPTER_WAITS = frozenset({"silence_ms", "reply_ms"})
 
 
 def parse_time_scale(text: str) -> float:

@@ -18,6 +18,7 @@ until a capture is written (dpkt, the 'trace' extra).
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,9 @@ DRAIN_BYTES = 1 << 20
 USERAPPL = "conformance run --pcap"
 COMMENT = ("the traffic of a conformance run: the test services of docs/profiles hold for it "
            "(check-trace --test-services auto)")
+#: a second section-header comment: this text, then the run's waits in ms as a JSON object
+#: (packets.recorded_waits), which check-trace holds the test services to
+WAITS_COMMENT = "conformance run waits (ms): "
 _ACTIVE: "Recorder | None" = None
 last: "Recorder | None" = None  # the recorder stop() ended: which side the suite was, per connection
 
@@ -153,9 +157,10 @@ def session_keys(recorder: Recorder) -> list:
     return recorder.keys.keys if recorder.keys is not None else []
 
 
-def write(recorder: Recorder, path: Path) -> int:
+def write(recorder: Recorder, path: Path, waits: dict[str, int] | None = None) -> int:
     """Write every recorded connection to ``path`` (pcapng), and the CURVE session keys, if any,
-    to keylog.beside(path); returns the number of packets."""
+    to keylog.beside(path); returns the number of packets.  ``waits``: the run's waits in ms
+    (run_waits), recorded in the section header."""
     import dpkt
 
     from conformance.trace import keylog
@@ -167,7 +172,7 @@ def write(recorder: Recorder, path: Path) -> int:
     packets.sort(key=lambda p: p[0])  # stable: one connection's packets keep their order
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as fh:
-        writer = dpkt.pcapng.Writer(fh, snaplen=262144, linktype=dpkt.pcap.DLT_EN10MB, shb=_section_header())
+        writer = dpkt.pcapng.Writer(fh, snaplen=262144, linktype=dpkt.pcap.DLT_EN10MB, shb=_section_header(waits))
         for ts, frame in packets:
             writer.writepkt(frame, ts=ts)
     if session_keys(recorder):
@@ -177,9 +182,9 @@ def write(recorder: Recorder, path: Path) -> int:
     return len(packets)
 
 
-def _section_header():
-    """The section header block, marked as this module's (USERAPPL, COMMENT), in the byte order
-    dpkt's Writer insists on (the machine's)."""
+def _section_header(waits: dict[str, int] | None = None):
+    """The section header block, marked as this module's (USERAPPL, COMMENT, and the waits), in the
+    byte order dpkt's Writer insists on (the machine's)."""
     import sys
 
     from dpkt import pcapng
@@ -189,7 +194,20 @@ def _section_header():
                      else (pcapng.SectionHeaderBlock, pcapng.PcapngOption))
     return block(opts=[option(code=pcapng.PCAPNG_OPT_SHB_USERAPPL, data=USERAPPL.encode()),
                        option(code=pcapng.PCAPNG_OPT_COMMENT, text=COMMENT),
+                       *([option(code=pcapng.PCAPNG_OPT_COMMENT, text=WAITS_COMMENT + json.dumps(waits, sort_keys=True))]
+                         if waits is not None else []),
                        option(code=pcapng.PCAPNG_OPT_ENDOFOPT)])
+
+
+def run_waits(params: dict[str, int], time_scale: float = 1.0) -> dict[str, int]:
+    """The waits a run gave the target, as its runner reads them: each of the suite's waits
+    (the user's value, else the default) and each adapter wait the user set, times --time-scale;
+    the other --param values (the target's timers) as given."""
+    from conformance.scenario.timing import ADAPTER_WAITS, SUITE_WAITS, UNSCALED_WAITS
+
+    waits = {**SUITE_WAITS, **params}
+    return {name: value if name in UNSCALED_WAITS or name not in SUITE_WAITS and name not in ADAPTER_WAITS
+            else round(value * time_scale) for name, value in waits.items()}
 
 
 def _packets(conn: _Conn, client_isn: int, server_isn: int, offset: float) -> list[tuple[float, bytes]]:

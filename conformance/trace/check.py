@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conformance.trace.findings import Finding, Note
 from conformance.trace.observer import Observer
-from conformance.trace.packets import CaptureProblem, ReadStats, read_segments, written_by_suite
+from conformance.trace.packets import CaptureProblem, ReadStats, read_segments, recorded_waits, written_by_suite
 from conformance.trace.rules import rules_for
 from conformance.trace.tcp import CLIENT, Reassembler
 
@@ -28,6 +28,12 @@ def services_for(path: Path, mode: str) -> bool:
     if mode not in TEST_SERVICES:
         raise ValueError(f"--test-services {mode!r}: one of {', '.join(TEST_SERVICES)}")
     return mode == "on" or mode == "auto" and written_by_suite(path)
+
+
+def params_for(path: Path, params: dict[str, int], services: bool) -> dict[str, int]:
+    """The waits and timers the rules judge ``path`` by: with the test services on, the run's own
+    waits a suite capture records (packets.recorded_waits), under the user's --param values."""
+    return {**recorded_waits(path), **params} if services else params
 
 
 @dataclass
@@ -131,8 +137,8 @@ def check_file(path: Path, protocol_of_port: dict[int, str], default: str | None
     result = FileResult(path)
     services = services_for(path, test_services)
     try:
-        sinks = check_segments(read_segments(path, result.stats), result, protocol_of_port, default, params, keys,
-                               services)
+        sinks = check_segments(read_segments(path, result.stats), result, protocol_of_port, default,
+                               params_for(path, params, services), keys, services)
     except CaptureProblem as exc:
         result.problems.append(str(exc))
         return result

@@ -66,7 +66,7 @@ def _port_map(entries: list[str], errors: list[str]) -> dict[int, str]:
     return found
 
 
-def _params(entries: list[str], errors: list[str]) -> dict[str, int]:
+def parse_params(entries: list[str], errors: list[str]) -> dict[str, int]:
     found = {}
     for entry in entries:
         name, _, value = entry.partition("=")
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
     errors: list[str] = []
     ports = _port_map(args.port, errors)
-    params = _params(args.param, errors)
+    params = parse_params(args.param, errors)
     if args.protocol is not None and args.protocol not in MODULES:
         print(f"conformance check-trace: unknown protocol {args.protocol!r}; the protocols are: {', '.join(MODULES)}",
               file=sys.stderr)

@@ -7,6 +7,7 @@ type we cannot read.  Packets that are not TCP over IPv4/IPv6 are counted, not e
 
 from __future__ import annotations
 
+import json
 import socket
 from struct import error as struct_error  # dpkt raises it on short headers
 from collections.abc import Iterator
@@ -117,29 +118,56 @@ def _segment(ts: float, ip) -> Segment | None:
                    max(0, expected - len(payload)))
 
 
-def written_by_suite(path: Path) -> bool:
-    """Whether the file is a capture `conformance run --pcap` wrote (its pcapng section header
-    names capture.USERAPPL as the application): the traffic of a conformance run, for which the
-    profiles' test services hold.  A pcap, another tool's pcapng or a file that cannot be read: False."""
+def _suite_header_options(path: Path) -> list | None:
+    """The options of the file's first section header when `conformance run --pcap` wrote it (its
+    shb_userappl names capture.USERAPPL as the application), else None: a pcap, another tool's
+    pcapng or a file that cannot be read."""
     from conformance.trace.capture import USERAPPL
 
     try:
         with path.open("rb") as fh:
             head = fh.read(12)
             if len(head) < 12 or head[:4] != _PCAPNG_MAGIC:
-                return False
+                return None
             order = {b"\x4d\x3c\x2b\x1a": "<", b"\x1a\x2b\x3c\x4d": ">"}.get(head[8:12])
             if order is None:
-                return False
+                return None
             length = int.from_bytes(head[4:8], "little" if order == "<" else "big")
             if not 28 <= length <= 1 << 16:
-                return False
+                return None
             block = head + fh.read(length - 12)
         cls = dpkt.pcapng.SectionHeaderBlockLE if order == "<" else dpkt.pcapng.SectionHeaderBlock
         options = cls(block).opts
     except (OSError, dpkt.dpkt.Error, ValueError, struct_error):
-        return False
-    return any(o.code == dpkt.pcapng.PCAPNG_OPT_SHB_USERAPPL and o.data == USERAPPL.encode() for o in options)
+        return None
+    mine = any(o.code == dpkt.pcapng.PCAPNG_OPT_SHB_USERAPPL and o.data == USERAPPL.encode() for o in options)
+    return options if mine else None
+
+
+def written_by_suite(path: Path) -> bool:
+    """Whether the file is a capture `conformance run --pcap` wrote: the traffic of a conformance
+    run, for which the profiles' test services hold."""
+    return _suite_header_options(path) is not None
+
+
+def recorded_waits(path: Path) -> dict[str, int]:
+    """The run's waits (ms) a capture `conformance run --pcap` wrote carries in a comment of its
+    section header (capture.WAITS_COMMENT), after --param and --time-scale; {} for any other file,
+    or one whose comment does not parse."""
+    from conformance.trace.capture import WAITS_COMMENT
+
+    for option in _suite_header_options(path) or []:
+        text = getattr(option, "text", None) or ""
+        if option.code == dpkt.pcapng.PCAPNG_OPT_COMMENT and text.startswith(WAITS_COMMENT):
+            try:
+                waits = json.loads(text[len(WAITS_COMMENT):])
+            except ValueError:
+                return {}
+            if isinstance(waits, dict) and all(isinstance(k, str) and type(v) is int and v >= 0
+                                               for k, v in waits.items()):
+                return waits
+            return {}
+    return {}
 
 
 def read_segments(path: Path, stats: ReadStats) -> Iterator[Segment]:

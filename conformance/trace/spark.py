@@ -29,7 +29,7 @@ from pathlib import Path
 
 from conformance.record_format import SCHEMA_VERSION
 from conformance.trace.check import FileResult, check_segments, services_for
-from conformance.trace.packets import CaptureProblem, ReadStats, Segment, read_segments
+from conformance.trace.packets import CaptureProblem, ReadStats, Segment, read_segments, recorded_waits
 
 _PROBLEM = "~problem"  # key of a file's problem lines, sorted apart from connections
 #: capture bytes per partition of the sorted connections (fewer, larger sorts spill more)
@@ -52,9 +52,10 @@ def _partitions(on_disk: list[tuple[str, str]], remote: list[str], parallelism: 
 
 
 def _segments_of(path: str, local: Path | None, data: bytes | None, test_services: str = "auto"):
-    """(key, value) pairs of one capture: per segment ((file, endpoints, index), segment and whether
-    the test services hold for the file (check.services_for, which reads the file's header)), and
-    per problem ((_PROBLEM, file, 0), message)."""
+    """(key, value) pairs of one capture: per segment ((file, endpoints, index), segment, whether
+    the test services hold for the file (check.services_for, which reads the file's header) and the
+    waits it records (a tuple of pairs: packets.recorded_waits)), and per problem ((_PROBLEM, file, 0),
+    message)."""
     spool = None
     if local is None:
         spool = tempfile.NamedTemporaryFile(suffix=".pcap", delete=False)
@@ -63,11 +64,13 @@ def _segments_of(path: str, local: Path | None, data: bytes | None, test_service
         local = Path(spool.name)
     stats = ReadStats()
     services = services_for(local, test_services)
+    # one tuple for the whole file: the batches the shuffle pickles hold it once
+    waits = tuple(sorted(recorded_waits(local).items())) if services else ()
     try:
         for index, seg in enumerate(read_segments(local, stats)):
             # a plain tuple: the shuffle pickles it several times faster than the dataclass
             yield (path, tuple(sorted((seg.src, seg.dst))), index), (seg.ts, seg.src, seg.dst, seg.seq, seg.flags,
-                                                                      seg.payload, seg.missing, services)
+                                                                      seg.payload, seg.missing, services, waits)
         problems = stats.problems
         if stats.packets and not stats.tcp:
             problems = problems + [f"{path}: {stats.packets} packets, none of them TCP: nothing to check"]
@@ -99,9 +102,9 @@ def _check_partition(pairs, ports: dict[int, str], default: str | None, params: 
         path = connection[0]
         result = FileResult(Path(path))
         first = next(items)
-        services = first[1][-1]  # the same for every segment of the file
-        check_segments((Segment(*seg[:-1]) for _, seg in chain([first], items)), result, ports, default, params,
-                       keys.value if keys is not None else None, services)
+        services, waits = first[1][-2:]  # the same for every segment of the file
+        check_segments((Segment(*seg[:-2]) for _, seg in chain([first], items)), result, ports, default,
+                       {**dict(waits), **params}, keys.value if keys is not None else None, services)
         frames, connections = frames + result.frames, connections + result.connections
         yield from (record_of(x, run=run, time=time, source=path, implementation=impl)
                     for x in [*result.findings, *result.notes])

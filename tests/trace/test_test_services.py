@@ -15,19 +15,19 @@ import pytest
 
 from conformance.cli import main
 from conformance.trace import capture, check
-from conformance.trace.packets import written_by_suite
+from conformance.trace.packets import recorded_waits, written_by_suite
 from conformance.trace.spark import _check_partition, _connection_of, _segments_of
 from tests.trace.pcapfiles import CLIENT, NEGOTIATE, NEGOTIATED, SERVER, data, syns, tcp_frame, write_pcap
 
 
-def _suite_capture(path):
+def _suite_capture(path, waits=None):
     """A capture as `run --pcap` writes it: one STMP negotiation from the suite (client) to port 9000."""
     recorder = capture.Recorder()
     conn = capture._Conn(CLIENT, SERVER, 10.0, "client")
     conn.events += [(10.1, "client", NEGOTIATE), (10.2, "server", NEGOTIATED), (10.3, "client", "FIN"),
                     (10.4, "server", "FIN")]
     recorder.conns.append(conn)
-    capture.write(recorder, path)
+    capture.write(recorder, path, waits)
     return path
 
 
@@ -35,10 +35,11 @@ def _option(code: int, value: bytes, order: str) -> bytes:
     return struct.pack(order + "HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
 
 
-def _pcapng(path, userappl: bytes | None, order: str = "<"):
-    """A pcapng by hand: a section header (with shb_userappl when given), one Ethernet interface,
-    and the STMP negotiation's segments as enhanced packet blocks."""
+def _pcapng(path, userappl: bytes | None, order: str = "<", comment: bytes | None = None):
+    """A pcapng by hand: a section header (with shb_userappl and opt_comment when given), one Ethernet
+    interface, and the STMP negotiation's segments as enhanced packet blocks."""
     options = (_option(4, userappl, order) if userappl is not None else b"")
+    options += _option(1, comment, order) if comment is not None else b""
     options += _option(0, b"", order) if options else b""
     length = 28 + len(options)
     shb = struct.pack(order + "IIIHHq", 0x0A0D0D0A, length, 0x1A2B3C4D, 1, 0, -1) + options + struct.pack(
@@ -136,7 +137,7 @@ def test_the_spark_partitions_give_the_rules_the_same_flag(tmp_path, made, mode,
         rows += _check_partition(list(part), {9000: "stmp"}, None, {}, "run", "time", None)
     assert sum(r.get("connections", 0) for r in rows) == 2
     assert sorted(r.services for r in made) == sorted([suite, plain])
-    assert {path: services for (path, _, _), (*_, services) in pairs} == {str(run): suite, str(other): plain}
+    assert {path: services for (path, _, _), (*_, services, _waits) in pairs} == {str(run): suite, str(other): plain}
 
 
 def test_dpkt_reads_the_marked_capture(tmp_path):
@@ -144,3 +145,70 @@ def test_dpkt_reads_the_marked_capture(tmp_path):
     path = _suite_capture(tmp_path / "run.pcapng")
     with path.open("rb") as fh:
         assert len(list(dpkt.pcapng.Reader(fh))) == 3 + 2 + 2  # handshake, two data segments, two FINs
+
+
+# -- the run's waits, which the rules hold the test services to ------------------------------------
+
+def test_the_run_waits_follow_the_runner():
+    """Defaults (conformance/scenario/timing.py, README "Timing"): expect 5000, close 3000, prompt 1000,
+    transfer 10000, keep-alive pace 1000.  --time-scale 2 doubles every wait but the keep-alive pace,
+    a user's reply_ms (an adapter's wait) too, and leaves a target timer as given."""
+    assert capture.run_waits({}) == {"expect_ms": 5000, "close_ms": 3000, "prompt_ms": 1000, "transfer_ms": 10000,
+                                     "keepalive_ms": 1000}
+    assert capture.run_waits({"expect_ms": 8000, "reply_ms": 2000, "heartbeat_interval_ms": 700}, 2.0) == {
+        "expect_ms": 16000, "close_ms": 6000, "prompt_ms": 2000, "transfer_ms": 20000, "keepalive_ms": 1000,
+        "reply_ms": 4000, "heartbeat_interval_ms": 700}
+
+
+def test_a_suite_capture_carries_its_waits(tmp_path):
+    waits = {"expect_ms": 16000, "close_ms": 6000}
+    path = _suite_capture(tmp_path / "run.pcapng", waits)
+    assert written_by_suite(path) and recorded_waits(path) == waits
+    assert b'conformance run waits (ms): {"close_ms": 6000, "expect_ms": 16000}' in path.read_bytes()
+    assert recorded_waits(_suite_capture(tmp_path / "older.pcapng")) == {}
+    with path.open("rb") as fh:  # still a header dpkt reads
+        assert len(list(dpkt.pcapng.Reader(fh))) == 7
+
+
+def test_waits_in_another_tools_capture_are_not_taken(tmp_path):
+    """Only the suite's own section header is read for waits: the same comment in a capture another
+    tool wrote (or a malformed one in the suite's) gives none."""
+    comment = b'conformance run waits (ms): {"expect_ms": 1}'
+    other = _pcapng(tmp_path / "other.pcapng", b"Dumpcap (Wireshark) 4.2.2", comment=comment)
+    assert comment in other.read_bytes() and recorded_waits(other) == {}
+    # the same comment in a hand-written header that does carry the marker is read (the layout is right)
+    assert recorded_waits(_pcapng(tmp_path / "marked.pcapng", b"conformance run --pcap", comment=comment)) == {
+        "expect_ms": 1}
+    for bad in ({"expect_ms": -1}, {"expect_ms": 1.5}, {"expect_ms": True}, ["expect_ms"]):
+        path = tmp_path / "bad.pcapng"
+        recorder = capture.Recorder()
+        recorder.conns.append(capture._Conn(CLIENT, SERVER, 10.0, "client"))
+        capture.write(recorder, path, bad)
+        assert written_by_suite(path) and recorded_waits(path) == {}, bad
+
+
+@pytest.mark.parametrize("mode,expect", [("auto", 16000), ("on", 16000), ("off", None)])
+def test_the_rules_get_the_run_waits_under_the_users_params(tmp_path, made, mode, expect):
+    run = _suite_capture(tmp_path / "run.pcapng", {"expect_ms": 16000, "close_ms": 6000})
+    check.check_file(run, {9000: "stmp"}, None, {"close_ms": 4000}, test_services=mode)
+    assert made[-1].params.get("expect_ms") == expect
+    assert made[-1].params["close_ms"] == 4000  # --param wins over the recorded wait
+    made.clear()
+    assert main(["check-trace", "--port", "9000=stmp", "--test-services", mode, "--param", "close_ms=4000",
+                 str(run)]) == 0
+    assert made[-1].params.get("expect_ms") == expect and made[-1].params["close_ms"] == 4000
+    made.clear()
+    # the executors' side of --spark: the file's waits travel with its segments
+    pairs = sorted(_segments_of(str(run), run, None, mode), key=lambda kv: kv[0])
+    for _, part in groupby(pairs, key=lambda kv: _connection_of(kv[0])):
+        list(_check_partition(list(part), {9000: "stmp"}, None, {"close_ms": 4000}, "run", "time", None))
+    assert made[-1].params.get("expect_ms") == expect and made[-1].params["close_ms"] == 4000
+
+
+def test_run_pcap_records_the_waits(tmp_path):
+    """`conformance run --pcap` end to end: the capture holds the run's waits after --time-scale."""
+    path = tmp_path / "run.pcapng"
+    code = main(["run", "stmp", "--pcap", str(path), "--out", str(tmp_path / "out"), "--time-scale", "2",
+                 "--param", "expect_ms=6000", "-k", "negotiation-not-raw"])
+    assert code == 0
+    assert recorded_waits(path)["expect_ms"] == 12000 and recorded_waits(path)["close_ms"] == 6000
