@@ -53,8 +53,8 @@ from reference_impl.rsocket.monitor import Side, WireMonitor
 from reference_impl.rsocket.resume import POSITIONED
 
 from conformance.protocols.base import Frame
-from conformance.scenario.timing import SUITE_WAITS
 from conformance.protocols.rsocket import RSocketReader
+from conformance.scenario.timing import SUITE_WAITS
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.rsocket_service import FNF_KEY, TestService
 from conformance.trace.rules.rsocket_testcase import StreamCase
