@@ -87,6 +87,10 @@ EXACT = {
                 # the `resume` test case's REQUEST_N of 2 proves it took items 0 and 1 (server position 14):
                 # its RESUME names 0 (rules/rsocket_testcase.py, sessions/rsocket.py)
                 "resume-position-zero",
+                # the test service sends what it owes without delay (rules/rsocket_service.py, stalls): the
+                # suite's close comes expect_ms after the request with range:2's items on the reused id, or
+                # the fragmented range:3's last two, or the fragmented channel's completion, still owed
+                "ids-never-reused", "fragmented-request-n-lost", "fragmented-channel-complete-lost",
                 # a conformance run's capture holds every connection of the session: the RESUME_OK names 26,
                 # the client's frames end at 12 (sessions/rsocket.py)
                 "resume-position-counts-keepalive",
@@ -223,11 +227,11 @@ UNSEEN = {
                                     "ends the wait, and a capture cannot tell 'never' from 'later'",
     },
     "rsocket": {
-        "credit-wraps": "a wrapped credit stalls the stream: the server sends less, never more; the test service's "
-                        "range:300 has 298 items still owed, but when the responder sends them is not pinned, and a "
-                        "trace cannot tell a stall from a responder slow to send",
-        "ids-never-reused": "the server stays silent on a reused id: the test service's range:2 owes its items, "
-                            "but when a responder sends them is not pinned, so the silence is a stall",
+        "credit-wraps": "a wrapped credit stalls the stream: the server sends less, never more. The rules hold "
+                        "the test service to the suite's expect_ms for an owed item, but credit-saturates waits "
+                        "reply_ms for each of range:300's items and closes then, short of expect_ms: the capture "
+                        "ends before the stall is proven (with --param expect_ms at or below that wait it is "
+                        "filed under rsocket-credits-cumulative)",
         "resume-any-token": "a RESUME_OK to a token whose SETUP the capture does not hold proves nothing: the "
                             "session may have been set up before the capture began (a conformance run's capture "
                             "holds the run's traffic, not the server's past)",
@@ -243,12 +247,6 @@ UNSEEN = {
         "no-request-n": "the profile's `stream` test case asks for two more once it has taken the two items, but "
                         "when it takes them is internal: a client that has not asked yet is a stall, and its "
                         "connection ends only when the run gives up on it",
-        "fragmented-request-n-lost": "the server sends fewer items than the fragmented request granted: the test "
-                                     "service's range:3 owes two more, but when is not pinned, so the silence is "
-                                     "a stall, which a trace cannot tell from a responder slow to send",
-        "fragmented-channel-complete-lost": "the server never completes its side of the channel: the test service "
-                                            "completes when the requester does, but when is not pinned, so the "
-                                            "missing completion is a stall",
         # a client's close right after an answer or item reached it is not proven to answer the frame to
         # ignore sent beside it: its application may have been done (rules/rsocket.py, _prompted)
         "unknown-stream-payload-closes": "the client's ERROR[CONNECTION_ERROR] and close come right after the "

@@ -54,6 +54,7 @@ from reference_impl.rsocket.resume import POSITIONED
 
 from conformance.protocols.base import Frame
 from conformance.protocols.rsocket import RSocketReader
+from conformance.scenario.timing import SUITE_WAITS
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.rsocket_service import FNF_KEY, TestService
 from conformance.trace.rules.rsocket_testcase import StreamCase
@@ -220,6 +221,9 @@ class Rules(Base):
         super().__init__(transport, params)
         self.window = params.get("silence_ms", 500) / 1000  # how long a watched side may take to answer
         self.reaction = self.window  # how soon after a frame to ignore an ERROR or close counts as its answer
+        # how long the suite waits for what the test service owes (docs/profiles/rsocket.md, "Test service")
+        self.expect = params.get("expect_ms", SUITE_WAITS["expect_ms"]) / 1000
+        self.leased = False  # the client's SETUP has L
         self.monitor = WireMonitor()
         self.first: str | None = None  # the client's first frame type
         self.set_up = False  # the client's first frame is a SETUP on stream 0 no server may refuse for its fields
@@ -251,11 +255,13 @@ class Rules(Base):
 
     def on_frame(self, side: str, frame, ts: float):
         f = frame.fields
+        stalled = self._stalls(ts)  # this packet proves the connection open until now
         self.last_ts = max(self.last_ts, ts)
         if self.session["resumable"]:
             self._resumption(side, f, ts)
         peer = other(side)
-        out = [(side, _MONITOR[v.rule], f"{v.rule}: {v.detail}") for v in f.get("monitor", ()) if v.rule in _MONITOR]
+        out = stalled + [(side, _MONITOR[v.rule], f"{v.rule}: {v.detail}")
+                         for v in f.get("monitor", ()) if v.rule in _MONITOR]
         out += self._reaction(side, f, ts)
         self.ignorable[peer] = None  # the peer's next move may answer this frame, not the one to ignore
         if side == "server":
@@ -265,6 +271,7 @@ class Rules(Base):
         if first:
             out += self._first(f, ts)
         if f["type"] == "INVALID":
+            self.service.forget(f["stream"])
             out += self._invalid(side, f, ts, first)
             self._testcase(side, f, first_request)
             return out
@@ -284,6 +291,15 @@ class Rules(Base):
         self._testcase(side, f, first_request)
         return out
 
+    def _stalls(self, ts: float) -> list:
+        """What the test service owed ``expect`` or longer before ``ts`` and did not send: only for a
+        conformance run's capture holding both sides whole from a SETUP the server accepted, with no
+        lease (a request may wait for one) and not resumable (the suite drops resumable transports)."""
+        if (not self.services or any(self.cut.values()) or not self.set_up or self.first != "SETUP"
+                or self.refused or self.leased or self.session["resumable"] or self.ended["server"] is not None):
+            return []  # each of these holds for the rest of the connection once it holds
+        return self.service.stalls(ts, self.expect)
+
     def _testcase(self, side: str, f, first_request: bool) -> None:
         """The client role's `stream` test case (rsocket_testcase.py): only for a conformance run's capture."""
         if not self.services:
@@ -299,6 +315,7 @@ class Rules(Base):
 
     def _first(self, f, ts: float):
         self.first = f["type"]
+        self.leased = f["type"] == "SETUP" and bool(f["lease"])
         if f["type"] == "SETUP":
             self.reaction = min(self.reaction, f["lifetime"] / 1000)  # past it, a close may be a keepalive timeout
         if f["type"] == "INVALID" and not (f["frame_type"] in (codec.SETUP, codec.RESUME) and f["stream"]):
@@ -420,19 +437,21 @@ class Rules(Base):
         return []
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
+        stalled = self._stalls(ts)  # the close proves the connection open until now
         self.ended[side] = ts
         self.last_ts = max(self.last_ts, ts)
         ignored = self.ignorable[side]
         self.ignorable[side] = None
         if ignored and how == "FIN" and ts - ignored.ts < self.reaction and self.live[side] \
                 and not self._prompted(side, ts):
-            return [(side, ignored.requirement, f"the {side} closed the connection {1000 * (ts - ignored.ts):.0f} ms "
-                     f"after {ignored.what}, which it must ignore, with stream {min(self.live[side])} still open")]
+            return stalled + [(side, ignored.requirement, f"the {side} closed the connection "
+                               f"{1000 * (ts - ignored.ts):.0f} ms after {ignored.what}, which it must ignore, "
+                               f"with stream {min(self.live[side])} still open")]
         if self.services and side == "client" and how == "FIN" and not any(self.cut.values()):
             found = self.stream_case.closed(ts, self.reaction, self.ended["server"] is not None)
             if found is not None:
-                return [("client", *found)]
-        return []
+                return stalled + [("client", *found)]
+        return stalled
 
     def _prompted(self, side: str, ts: float) -> bool:
         """A PAYLOAD the side received shortly before ``ts`` may be what its move answers."""

@@ -19,7 +19,19 @@ What the service promises and a capture can prove broken (the server's side):
   requester's completing frame carried (N|C, or a REQUEST_CHANNEL with C) unechoed breaks it;
   a channel the requester sent past the credit it was granted is not judged;
 * ``last-fnf`` returns the text of the last ``fnf:<text>`` the server received: judged across
-  the connections to the server (conformance/trace/sessions/rsocket.py, ``service_facts`` here).
+  the connections to the server (conformance/trace/sessions/rsocket.py, ``service_facts`` here);
+* it sends what it owes without delay (the suite waits ``expect_ms`` for it): an item of
+  ``range:<n>`` within the credit granted, and a channel's completion once the requester completed
+  (every item echoed within the credit the requester granted).  Owed since it became owed (the
+  request, the REQUEST_N, the requester's C) or the service's last frame on the stream, whichever
+  is later; judged (``stalls``) only when a later packet of the connection, at least the wait
+  after, proves the connection was open that long; the server's close, ERROR, C or CANCEL on the
+  stream, and the client's CANCEL or ERROR, end what is owed.  A stall is filed only under what
+  the owed frame rests on: an item past the request's own request-n rests on a REQUEST_N
+  (rsocket-credits-cumulative), one within it on a request joined from fragments
+  (rsocket-request-fragments) or re-using a stream id once 2^31-1 was used
+  (rsocket-stream-id-reuse), a channel's completion on the requester's completing frame as above;
+  a plain request's stall breaks only the service: not filed.
 
 A wrong answer is a finding only under the requirement the request exercised: a request joined
 from fragments (rsocket-request-fragments: the server served less than the joined request),
@@ -84,6 +96,33 @@ class _Channel:
     granted: int = 0  # credit the responder granted the requester (REQUEST_N)
     done: str | None = None  # the requirement the requester's completing frame makes: None while open
     judged: bool = True  # False: the requester went past its credit
+    credit: int = 0  # credit the requester granted the responder (initial request-n and REQUEST_Ns)
+    since: float = 0.0  # when its completion became owed, or the responder's last frame on it
+    stopped: bool = False  # the responder sent CANCEL, or a frame on it did not decode: no completion owed
+
+    def owed(self) -> str | None:
+        """The requirement the responder's completion rests on, when it is owed (all items echoable)."""
+        if not self.done or not self.judged or self.stopped or self.items > self.credit:
+            return None
+        return self.done
+
+
+@dataclass
+class _Range:
+    """A ``range:<n>`` stream: its items owed within the credit the requester granted."""
+
+    count: int  # n: the items the route emits
+    initial: int  # the request's request-n
+    why: str | None  # the requirement an item within ``initial`` rests on (None: not filed)
+    since: float  # when the next item became owed, or the service's last frame on the stream
+    credit: int = 0
+    sent: int = 0
+
+    def owed(self) -> str | None:
+        """The requirement the next item rests on, when one is owed."""
+        if self.sent >= min(self.count, self.credit):
+            return None
+        return "rsocket-credits-cumulative" if self.sent >= self.initial else self.why
 
 
 @dataclass
@@ -113,13 +152,16 @@ class TestService:
     settling: dict[int, int] = field(default_factory=dict)  # client stream -> fnfs sent before its request
     first_ts: float | None = None
     overflow: bool = False  # more fnfs or last-fnf answers than a fact keeps
+    ranges: dict[int, _Range] = field(default_factory=dict)  # client stream -> a range:<n> stream
+    used: set[int] = field(default_factory=set)  # client stream ids its requests used
+    top: int = 0  # the highest of them
 
     def on_frame(self, side: str, f: dict, ts: float, where: dict, cut: dict[str, bool]) -> list:
         if self.first_ts is None:
             self.first_ts = ts
         kind, sid = f["type"], f.get("stream", 0)
         if any(cut.values()):  # what the cut side said may be lost: nothing more is judged here,
-            self.requests, self.channels, self.asks = {}, {}, {}
+            self.requests, self.channels, self.asks, self.ranges = {}, {}, {}, {}
             if side == "server":
                 return []  # but the client's fnfs are still its fnfs (the fact's other connections need them)
         if side == "client":
@@ -135,16 +177,34 @@ class TestService:
         elif kind in ("CANCEL", "ERROR"):
             self._end(sid)
         elif kind == "REQUEST_N":
-            pass
-        elif kind.startswith("REQUEST_") and (sid in self.requests or sid in self.channels or sid in self.asks):
+            self._grant(sid, f["n"], ts)
+        elif kind.startswith("REQUEST_") and (sid in self.requests or sid in self.channels or sid in self.asks
+                                              or sid in self.ranges):
             self._end(sid)  # a request on a stream in use: the server ignores it, or breaks another rule
         elif kind in ("REQUEST_RESPONSE", "REQUEST_STREAM", "REQUEST_FNF"):
             self._request(f, kind, sid, ts, where)
         elif kind == "REQUEST_CHANNEL":
             self.settling[sid] = len(self.fnfs)
-            self.channels[sid] = _Channel(done=self._carrier(f) if f["complete"] else None)
+            self.channels[sid] = _Channel(done=self._carrier(f) if f["complete"] else None,
+                                          credit=f["n"], since=ts)
         elif kind == "PAYLOAD" and sid in self.channels:
-            self._channel_item(self.channels[sid], f)
+            channel = self.channels[sid]
+            owed = channel.owed()
+            self._channel_item(channel, f)
+            if owed is None:
+                channel.since = ts
+        if kind.startswith("REQUEST_") and sid % 2:
+            self.used.add(sid)
+            self.top = max(self.top, sid)
+
+    def _grant(self, sid: int, n: int, ts: float) -> None:
+        """A REQUEST_N of the requester's: credit for a range or channel stream."""
+        held = self.ranges.get(sid) or self.channels.get(sid)
+        if held is None:
+            return
+        if held.owed() is None:
+            held.since = ts  # what it makes owed is owed from now
+        held.credit = min(_MAX_N, held.credit + max(n, 0))
 
     def _request(self, f: dict, kind: str, sid: int, ts: float, where: dict) -> None:
         route = route_of(f, self.composite)
@@ -161,6 +221,11 @@ class TestService:
         if route is None:
             return
         self.requests[sid] = _Request(kind, route, f.get("metadata"))
+        if kind == "REQUEST_STREAM" and _KNOWN[kind].fullmatch(route.route) and _in_range(route.route):
+            reused = sid in self.used and self.top >= _MAX_N
+            why = ("rsocket-request-fragments" if route.fragments > 1 else
+                   "rsocket-stream-id-reuse" if reused else None)
+            self.ranges[sid] = _Range(int(route.route[6:]), f["n"], why, ts, credit=f["n"])
         if kind == "REQUEST_RESPONSE" and route.route == b"last-fnf":
             self.asks[sid] = {"ts": ts, "before": len(self.fnfs)}
 
@@ -186,7 +251,11 @@ class TestService:
         if sid in self.fnf_streams:
             self.fnfs[self.fnf_streams.pop(sid)].refused = True
         out = []
+        if sid in self.ranges:
+            self.ranges[sid].since = ts
+            self.ranges[sid].sent += kind == "PAYLOAD" and bool(f["next"])
         if sid in self.channels:
+            self.channels[sid].since = ts
             out = self._channel_answer(sid, self.channels[sid], f, kind)
         elif sid in self.requests:
             out = self._answer(sid, self.requests.pop(sid), f, kind)
@@ -197,6 +266,8 @@ class TestService:
                 self.answered.append({**ask, "answer": bytes(f["data"]), "answer_ts": ts, "at": where})
         if kind == "PAYLOAD" and f["complete"] or kind == "ERROR":
             self._end(sid)
+        elif kind == "CANCEL":  # the responder stopped taking the channel's items: owed nothing more
+            self.forget(sid)
         return out
 
     def _answer(self, sid: int, request: _Request, f: dict, kind: str) -> list:
@@ -237,6 +308,38 @@ class TestService:
         self.requests.pop(sid, None)
         self.channels.pop(sid, None)
         self.asks.pop(sid, None)
+        self.ranges.pop(sid, None)
+
+    # -- what the service owes and did not send ---------------------------------------------------
+
+    def stalls(self, ts: float, wait: float) -> list:
+        """A frame the service owes, owed ``wait`` or longer before ``ts`` (a later packet of the
+        connection, so the connection was open that long) and not sent: one finding per stream."""
+        out = []
+        for sid, held in sorted([*self.ranges.items(), *self.channels.items()], key=lambda pair: pair[0]):
+            requirement = held.owed()
+            if requirement is None or ts - held.since < wait:
+                continue
+            if isinstance(held, _Range):
+                what = (f"item {held.sent} of range:{held.count} on stream {sid}, within the credit of "
+                        f"{held.credit} the requester granted" + (" (past its request's request-n of "
+                                                                   f"{held.initial}: a REQUEST_N's)"
+                                                                   if held.sent >= held.initial else ""))
+            else:
+                what = (f"the completion of the channel on stream {sid} the requester completed, its "
+                        f"{held.items} items within the credit of {held.credit} the requester granted")
+            out.append(("server", requirement, f"{what}: not sent {1000 * (ts - held.since):.0f} ms later, "
+                        f"past the {1000 * wait:.0f} ms the suite waits for it (the test service sends what "
+                        "it owes without delay)", "client"))
+            self._end(sid)
+        return out
+
+    def forget(self, sid: int | None) -> None:
+        """Nothing more is owed on this stream (the responder's CANCEL, a frame on it that did not
+        decode: what it meant is unknown); its echoes are still judged."""
+        self.ranges.pop(sid, None)
+        if sid in self.channels:
+            self.channels[sid].stopped = True
 
     # -- across connections -------------------------------------------------------------------
 
