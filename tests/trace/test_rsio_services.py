@@ -198,7 +198,7 @@ REQUESTS_PAST_MAX = (bytes.fromhex("05 01" "8080808080808080" "40") * 2
 REQUEST_3 = bytes.fromhex("05 01 03")
 
 
-def _stalled(tmp_path, moves, quiet: float | None, services: str = "on"):
+def _stalled(tmp_path, moves, quiet: float | None, services: str = "on", params=None):
     """The findings against the server: the hellos, ``moves`` a millisecond apart, then (``quiet`` s
     after the last move) the client's FIN and the server's; None: the capture ends after the moves."""
     all_moves = [("client", CLIENT_HELLO), ("server", SERVER_HELLO), *moves]
@@ -207,7 +207,7 @@ def _stalled(tmp_path, moves, quiet: float | None, services: str = "on"):
     if quiet is not None:
         times += [times[-1] + quiet, times[-1] + quiet + 0.001]
     path = write_pcap(tmp_path / f"rsio-stall-{services}.pcap", segments, times=times)
-    result = check_file(path, {SERVER[1]: "rsio"}, None, {}, test_services=services)
+    result = check_file(path, {SERVER[1]: "rsio"}, None, params or {}, test_services=services)
     assert result.problems == []
     return [(f.requirement, f.level) for f in result.findings if f.sender == "server"]
 
@@ -246,3 +246,15 @@ def test_a_stall_the_catalogue_does_not_name_is_not_judged(tmp_path):
     assert _stalled(tmp_path, moves, 9) == []
     # no demand left: nothing is owed
     assert _stalled(tmp_path, [("client", SUB_RANGE), ("server", SUBSCRIBED), ("server", RANGE_0)], 9) == []
+
+
+def test_the_wait_is_the_runs(tmp_path):
+    moves = [("client", SUB_LARGE), ("server", SUBSCRIBED), ("server", PART)]
+    # a run with reply_ms 2000 (--param): 2 s of silence is enough
+    assert _stalled(tmp_path, moves, 2.0, params={"reply_ms": 2000}) == [("rsio-split-joined", "MUST")]
+    # a run with --time-scale 3 records expect_ms 15000 but no reply_ms: reply_ms's default is
+    # stretched as much (15 s), never shortened
+    assert _stalled(tmp_path, moves, 9, params={"expect_ms": 15000}) == []
+    assert _stalled(tmp_path, moves, 15.0, params={"expect_ms": 15000}) == [("rsio-split-joined", "MUST")]
+    assert _stalled(tmp_path, moves, 5.0, params={"expect_ms": 1000}) == [("rsio-split-joined", "MUST")]
+    assert _stalled(tmp_path, moves, 4.99, params={"expect_ms": 1000}) == []
