@@ -135,3 +135,40 @@ def test_an_ok_to_a_request_the_profile_refuses_is_a_finding(tmp_path, capsys):
     noop = [b"", b"NOOP", b"ID", b"v"]
     assert _reply_findings(tmp_path, capsys, [("client", v01), ("client", noop), ("server", [b"", b"OK", b"ID", b"v"]),
                                               ("server", error)]) == []
+
+
+def _owed_error_findings(tmp_path, moves, quiet: float | None, services: str = "on") -> list[str]:
+    """A NULL connection (greetings and READYs), ``moves`` (side, message parts) a millisecond apart,
+    then the client's FIN ``quiet`` s after the last and the broker's (None: the capture just ends);
+    the broker's mc0-message-structure findings."""
+    from conformance.trace.check import check_file
+    all_moves = [("client", _greeting(False) + READY), ("server", _greeting(True) + READY),
+                 *((side, _message(parts)) for side, parts in moves)]
+    segments = conversation(CLIENT, SERVER, all_moves, fin=quiet is not None)
+    times = [1000.0, 1000.0005, *(1000.001 + i / 1000 for i in range(len(all_moves)))]
+    if quiet is not None:
+        times += [times[-1] + quiet, times[-1] + quiet + 0.001]
+    pcap = write_pcap(tmp_path / f"owed-{services}.pcap", segments, times=times)
+    result = check_file(pcap, {SERVER[1]: "mc0"}, None, {}, test_services=services)
+    assert result.problems == []
+    return [f.requirement for f in result.findings if f.sender == "server" and f.requirement != "mc0-curve"]
+
+
+# an odd header count (profile: an even one is required; a malformed message gets ERROR and the broker
+# keeps serving), and the ERROR it is owed
+ODD = [b"", b"PUT", b"TOPIC", b"odd", b"X-Dangling"]
+ODD_REFUSED = [b"", b"ERROR", b"MESSAGE", b"odd header count"]
+
+
+def test_a_broker_silent_a_reply_wait_after_a_malformed_message(tmp_path):
+    # the first answered, the second never: the client closes reply_ms (2 s) later, the broker still open
+    moves = [("client", ODD), ("server", ODD_REFUSED), ("client", ODD)]
+    assert _owed_error_findings(tmp_path, moves, 2.001) == ["mc0-message-structure"]
+    assert _owed_error_findings(tmp_path, moves, 2.001, services="off") == []
+    assert _owed_error_findings(tmp_path, moves, 1.99) == []  # the ERROR may have been on its way
+    assert _owed_error_findings(tmp_path, moves, None) == []  # the capture just ends: 'never' is not 'later'
+
+
+def test_a_broker_answering_each_malformed_message_is_not_judged(tmp_path):
+    moves = [("client", ODD), ("server", ODD_REFUSED), ("client", ODD), ("server", ODD_REFUSED)]
+    assert _owed_error_findings(tmp_path, moves, 9) == []

@@ -143,3 +143,75 @@ def test_a_client_leaving_a_suggestion_it_lacks(tmp_path):
     moves = [("client", _hello("", "json;x-suite-suggestion")), ("server", _hello("", "json;x-suite-suggestion")),
              ("client", _hello("", "json;x-suite-suggestion"))]
     assert _client(tmp_path, moves) == ([], [])
+
+
+# -- the test service: test/push's messages, owed as fast as the ack window allows ---------------
+
+def _message(seq: int, destination: bytes = b"test/push", properties: bytes = b"", payload: bytes = b"\x07") -> bytes:
+    """MESSAGE/SEND (flags 0): seq u16 BE, destination-len u8, destination, properties-len u16 BE,
+    properties, payload-len u8, payload."""
+    return bytes([0]) + seq.to_bytes(2, "big") + bytes([len(destination)]) + destination \
+        + len(properties).to_bytes(2, "big") + properties + bytes([len(payload)]) + payload
+
+
+def _ack(seq: int) -> bytes:
+    """An ack on batch-ack's ID 1: EXTENSION (flags 2), ID u8, length u8 = 2, seq u16 BE."""
+    return bytes([2, 1, 2]) + seq.to_bytes(2, "big")
+
+
+# batch-ack with a window of two; the push owes five messages. The server's numbers start just before
+# the wrap (65535, 1, ...): the client acks 1 with the window full, acking 65535 and 1 across the wrap
+PUSH_OPEN = [("client", _hello("batch-ack:max-count=2")), ("server", _hello()),
+             ("client", _hello("batch-ack:max-count=2")),
+             ("client", _message(1, properties=b"count:5;size:1;")),
+             ("server", _message(65535)), ("server", _message(1)), ("client", _ack(1)), ("server", _message(2))]
+
+
+def _times(quiet: float, moves):
+    """A millisecond apart, then the client's FIN and the server's ``quiet`` s after the last move."""
+    start = [1000.001 + i / 1000 for i in range(len(moves))]
+    return [*start, start[-1] + quiet, start[-1] + quiet + 0.001]
+
+
+def test_a_push_stalled_with_the_window_open_across_the_wrap(tmp_path):
+    # the server sent one message of the two the ack made room for, then nothing: the suite gave up a
+    # wait later (expect_ms, 5 s) and closed
+    assert _server(tmp_path, PUSH_OPEN, times=_times(5.001, PUSH_OPEN)) == (["mm2-ack-across-wrap"], [])
+    # the client's next frame a wait later proves the silence as well as its close
+    moves = [*PUSH_OPEN, ("client", _message(2, b"test/echo"))]
+    times = [*_times(0, PUSH_OPEN)[:len(PUSH_OPEN)], 1000.001 + len(PUSH_OPEN) / 1000 + 5.0, 1006.0, 1006.001]
+    assert _server(tmp_path, moves, times=times) == (["mm2-ack-across-wrap"], [])
+
+
+def test_a_push_silent_less_than_the_wait_is_not_judged(tmp_path):
+    assert _server(tmp_path, PUSH_OPEN, times=_times(4.999, PUSH_OPEN)) == ([], [])
+
+
+def test_a_push_stalled_where_the_capture_just_ends_is_not_judged(tmp_path):
+    assert _server(tmp_path, PUSH_OPEN, times=_times(60, PUSH_OPEN)[:-2], closes=()) == ([], [])
+
+
+def test_a_push_sent_as_the_window_allows_is_not_judged(tmp_path):
+    # the window full again (2 and 3 unacked): nothing is owed until the client acks
+    moves = [*PUSH_OPEN, ("server", _message(3))]
+    assert _server(tmp_path, moves, times=_times(9, moves)) == ([], [])
+    # all five sent
+    moves = [*PUSH_OPEN, ("server", _message(3)), ("client", _ack(3)), ("server", _message(4))]
+    assert _server(tmp_path, moves, times=_times(9, moves)) == ([], [])
+    # an ERROR ends what the service owes
+    moves = [*PUSH_OPEN, ("server", _error(b"service-overloaded"))]
+    assert _server(tmp_path, moves, times=_times(9, moves)) == ([], [])
+
+
+def test_room_from_an_ack_that_does_not_cross_the_wrap_is_not_judged(tmp_path):
+    # the same stall, the room given by an ack of 3 and 4 (no wrap): a plain stall, which no
+    # requirement of the catalogue names
+    moves = [("client", _hello("batch-ack:max-count=2")), ("server", _hello()),
+             ("client", _hello("batch-ack:max-count=2")), ("client", _message(1, properties=b"count:5;size:1;")),
+             ("server", _message(3)), ("server", _message(4)), ("client", _ack(4)), ("server", _message(5))]
+    assert _server(tmp_path, moves, times=_times(9, moves)) == ([], [])
+    # and an ack across the wrap with room left before it: the server had room and sent nothing anyway
+    moves = [("client", _hello("batch-ack:max-count=3")), ("server", _hello()),
+             ("client", _hello("batch-ack:max-count=3")), ("client", _message(1, properties=b"count:5;size:1;")),
+             ("server", _message(65535)), ("server", _message(1)), ("client", _ack(1))]
+    assert _server(tmp_path, moves, times=_times(9, moves)) == ([], [])

@@ -184,3 +184,77 @@ def test_the_readers_own_bounds_are_no_finding(tmp_path):
     assert [str(f) for f in result.findings] == []
     assert [n.sender for n in result.notes] == ["server"]
     assert "too-many-partial-elements" in result.notes[0].reason
+
+
+# -- elements owed without delay: a stall the catalogue names ------------------------------------
+
+# subscribe: "test/range/5" (12 bytes), subscriber 1, initialDemand 1; onNext (8) element 0 as a u64 BE
+SUB_RANGE = bytes.fromhex("04 0c") + b"test/range/5" + bytes.fromhex("01 01")
+RANGE_0 = bytes.fromhex("08 01 08" "0000000000000000")
+# request (5), subscriber 1: 2^62 (LEB128: eight 0x80 then 0x40) twice, then 2^63-1 (eight 0xff, 0x7f):
+# with the one element taken, 2^62 + 2^62 + 2^63-1 passes 2^63-1 (unbounded, rule 3.17)
+REQUESTS_PAST_MAX = (bytes.fromhex("05 01" "8080808080808080" "40") * 2
+                     + bytes.fromhex("05 01" "ffffffffffffffff" "7f"))
+REQUEST_3 = bytes.fromhex("05 01 03")
+
+
+def _stalled(tmp_path, moves, quiet: float | None, services: str = "on", params=None):
+    """The findings against the server: the hellos, ``moves`` a millisecond apart, then (``quiet`` s
+    after the last move) the client's FIN and the server's; None: the capture ends after the moves."""
+    all_moves = [("client", CLIENT_HELLO), ("server", SERVER_HELLO), *moves]
+    segments = conversation(CLIENT, SERVER, all_moves, fin=quiet is not None)
+    times = [1000.0, 1000.0005, *(1000.001 + i / 1000 for i in range(len(all_moves)))]
+    if quiet is not None:
+        times += [times[-1] + quiet, times[-1] + quiet + 0.001]
+    path = write_pcap(tmp_path / f"rsio-stall-{services}.pcap", segments, times=times)
+    result = check_file(path, {SERVER[1]: "rsio"}, None, params or {}, test_services=services)
+    assert result.problems == []
+    return [(f.requirement, f.level) for f in result.findings if f.sender == "server"]
+
+
+def test_a_split_element_begun_and_left_unfinished(tmp_path):
+    # the demand of 1 let element 0 begin; its last part never comes, the client closes a wait
+    # (reply_ms, 5 s) after the subscribed
+    moves = [("client", SUB_LARGE), ("server", SUBSCRIBED), ("server", PART)]
+    assert _stalled(tmp_path, moves, 5.0) == [("rsio-split-joined", "MUST")]
+    assert _stalled(tmp_path, moves, 5.0, services="off") == []
+    assert _stalled(tmp_path, moves, 4.99) == []  # the client closed before the wait was over
+    assert _stalled(tmp_path, moves, None) == []  # the capture just ends: 'never' is not 'later'
+    # the element finished, the stream completed
+    assert _stalled(tmp_path, [*moves, ("server", LAST_PART), ("server", COMPLETE)], 9) == []
+    # cancelled: nothing more is owed
+    assert _stalled(tmp_path, [*moves, ("client", CANCEL)], 9) == []
+
+
+def test_a_stream_stopped_after_requests_past_the_maximum(tmp_path):
+    moves = [("client", SUB_RANGE), ("server", SUBSCRIBED), ("server", RANGE_0), ("client", REQUESTS_PAST_MAX)]
+    assert _stalled(tmp_path, moves, 5.001) == [("rsio-reactive-streams-demand", "MUST")]
+    assert _stalled(tmp_path, moves, 5.001, services="off") == []
+    assert _stalled(tmp_path, moves, 4.99) == []
+    assert _stalled(tmp_path, moves, None) == []
+    # the four elements owed, then onComplete
+    rest = [("server", bytes.fromhex("08 01 08") + k.to_bytes(8, "big")) for k in range(1, 5)]
+    assert _stalled(tmp_path, [*moves, *rest, ("server", COMPLETE)], 9) == []
+    # the server ended the stream with onError: nothing owed (whether that is right is not a stall)
+    assert _stalled(tmp_path, [*moves, ("server", ON_ERROR)], 9) == []
+
+
+def test_a_stall_the_catalogue_does_not_name_is_not_judged(tmp_path):
+    # demand of 3 more, the server silent: a publisher may signal fewer onNext than requested as far as
+    # Reactive Streams goes, and only the test service's promise is broken, which no requirement names
+    moves = [("client", SUB_RANGE), ("server", SUBSCRIBED), ("server", RANGE_0), ("client", REQUEST_3)]
+    assert _stalled(tmp_path, moves, 9) == []
+    # no demand left: nothing is owed
+    assert _stalled(tmp_path, [("client", SUB_RANGE), ("server", SUBSCRIBED), ("server", RANGE_0)], 9) == []
+
+
+def test_the_wait_is_the_runs(tmp_path):
+    moves = [("client", SUB_LARGE), ("server", SUBSCRIBED), ("server", PART)]
+    # a run with reply_ms 2000 (--param): 2 s of silence is enough
+    assert _stalled(tmp_path, moves, 2.0, params={"reply_ms": 2000}) == [("rsio-split-joined", "MUST")]
+    # a run with --time-scale 3 records expect_ms 15000 but no reply_ms: reply_ms's default is
+    # stretched as much (15 s), never shortened
+    assert _stalled(tmp_path, moves, 9, params={"expect_ms": 15000}) == []
+    assert _stalled(tmp_path, moves, 15.0, params={"expect_ms": 15000}) == [("rsio-split-joined", "MUST")]
+    assert _stalled(tmp_path, moves, 5.0, params={"expect_ms": 1000}) == [("rsio-split-joined", "MUST")]
+    assert _stalled(tmp_path, moves, 4.99, params={"expect_ms": 1000}) == []

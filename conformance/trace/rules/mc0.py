@@ -6,7 +6,9 @@ conformance/trace/curve.py) they are opened and checked like clear-text (NULL) o
 they are reported as not checkable, never skipped silently.  The message rules (docs/profiles/mc0.md):
 
 - a message that does not decode breaks mc0-message-structure; one the client sends is owed an
-  ERROR, and a broker that ends the connection while one is owed (the client still open) broke it;
+  ERROR, and a broker that ends the connection while one is owed (the client still open) broke it,
+  as (with the test services on: the broker of a conformance run answers within the suite's
+  reply_ms) does one still silent when the client closes a reply_ms after the message;
 - an OK or ERROR carrying an ID no outstanding request of this connection carried (mc0-id-reply),
   an ERROR without its MESSAGE header (mc0-error);
 - an OK to a request the profile refuses, when every outstanding request with its ID is one: a
@@ -42,7 +44,7 @@ while the suite slept is stamped after the client's next message.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from reference_impl.common.errors import CodecError
@@ -50,9 +52,11 @@ from reference_impl.mc0 import codec
 from reference_impl.mc0.broker import ttl_ms
 from reference_impl.zmtp.commands import split_command
 
+from conformance.protocols.mc0 import ADAPTER
 from conformance.protocols.zmtp_channel import HARNESS_MAX_FRAME, ZmtpReader
 from conformance.trace.curve import CurveSession
 from conformance.trace.rules import Rules as Base
+from conformance.trace.rules.rsio import adapter_wait
 
 _ORDER = [("client", "HELLO"), ("server", "WELCOME"), ("client", "INITIATE"), ("server", "READY")]
 _MESSAGE = b"\x07MESSAGE"
@@ -262,6 +266,10 @@ class _Messages:
         self.replay_seen = False  # the client replayed a box: a broker may end the connection from then on
         self.refusals: dict[bytes, list[str]] = {}  # ID -> the requirement of each outstanding request owed ERROR
         self.owed_errors = 0  # the client's messages that did not decode, not answered by an ERROR yet
+        self.owed_since: deque[float] = deque()  # when each of them was sent, oldest first
+        # the suite's wait for an answer it provoked (reply_ms): the broker, as the test service, owes
+        # the ERROR within it (docs/profiles/mc0.md, "Test service")
+        self.reply = adapter_wait(rules.params, "reply_ms", ADAPTER.params["reply_ms"])
         self.subscribed: set[bytes] = set()
         self.lapsed: set[bytes] = set()  # subscriptions dropped by the client's absence
         self.connects: dict[bytes, float] = {}  # CONNECT ID -> its TTL (s), until the broker answers it
@@ -294,6 +302,7 @@ class _Messages:
             if side == "client":
                 self.malformed = True
                 self.owed_errors += 1
+                self.owed_since.append(ts)
                 request_id = codec.salvage_id(parts)
                 if request_id is not None:
                     self.asked[request_id] += 1
@@ -376,6 +385,8 @@ class _Messages:
                 self.ttl = ttl
         if message.verb == codec.ERROR:
             self.owed_errors = max(0, self.owed_errors - 1)
+            if self.owed_since:
+                self.owed_since.popleft()
             if message.header(codec.DESCRIPTION) is None:
                 out.append(("server", "mc0-error", "an ERROR without its MESSAGE header"))
         if message.verb == codec.MESSAGE:
@@ -498,6 +509,12 @@ class _Messages:
             out.append(("server", "mc0-message-structure", f"the broker ended the connection ({how}) owing the ERROR "
                         f"for {self.owed_errors} message(s) that did not decode: a malformed message gets ERROR and "
                         f"the broker keeps serving"))
+        if side == "client" and "server" not in self.ended and self.owed_since and not self.replay_seen \
+                and self.rules.services and self.rules.seen_whole("client") and self.rules.seen_whole("server") \
+                and ts - self.owed_since[0] >= self.reply:
+            out.append(("server", "mc0-message-structure", f"the broker sent no ERROR in {ts - self.owed_since[0]:.3f} "
+                        f"s for {self.owed_errors} message(s) that did not decode, the connection open: a malformed "
+                        f"message gets ERROR and the broker keeps serving; the client closed ({how})"))
         if self.ended_at is None:
             self.ended_at = ts
         self.ended.add(side)

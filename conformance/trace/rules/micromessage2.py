@@ -36,8 +36,9 @@ from reference_impl.micromessage2.negotiation import ack_window, common_version
 from reference_impl.micromessage2.window import ReceiveWindow
 
 from conformance.protocols.micromessage2 import new_reader
+from conformance.scenario.timing import SUITE_WAITS
 from conformance.trace.rules import Rules as Base, other
-from conformance.trace.rules.micromessage2_services import client_lacks, service_lacks
+from conformance.trace.rules.micromessage2_services import PushStall, client_lacks, service_lacks
 
 _WINDOW_RULE = {"server": "mm2-server-window", "client": "mm2-sender-window"}
 #: per connection, at most this many topics, publications per topic, and messages sent after a
@@ -100,7 +101,9 @@ class Rules(Base):
         self.recent: deque = deque(maxlen=_KEPT)  # digests of the client's last messages (with pubsub on)
         self.ambiguous: set[str] = set()  # sent before a subscribe too: its echo would prove nothing
         self.last_ts = 0.0
-        self.close_window = params.get("close_ms", 3000) / 1000
+        self.close_window = params.get("close_ms", SUITE_WAITS["close_ms"]) / 1000
+        # with the test services on: test/push's messages still owed, and how long the server may sit on them
+        self.push = PushStall(params.get("expect_ms", SUITE_WAITS["expect_ms"]) / 1000)
         # with the test services on: (since, what) of a client message requiring an extension the test
         # service lacks, until the server's ERROR; and what a server hello required that a test client lacks
         self.owed_error: tuple[float, str] | None = None
@@ -117,7 +120,9 @@ class Rules(Base):
         self.last_ts = max(self.last_ts, ts)
         if kind in ("command", "message"):
             self._pubsub(side, f, kind, ts)
-        out = []
+        out = self._push_stalled(f"the client sent a {kind} frame", ts) if side == "client" else []
+        if self.services and self.extensions is not None:
+            self.push.frame(side, f, ts)
         if side == self.must_error and kind != "error":
             out += self._once(side, "mm2-version-error", f"the {side} sent a {kind} frame after the {other(side)}'s "
                               f"hello of major {self.hellos[other(side)]['major']}: it must send ERROR and disconnect")
@@ -230,10 +235,14 @@ class Rules(Base):
                               f"final handshake gave IDs 1..{len(self.extensions)} ({';'.join(self.extensions)})")
         peer = other(side)
         if self.extensions[ext_id - 1] in ("ack", "batch-ack") and "ack" in f and peer in self.windows:
+            window = self.windows[peer]
+            before = window.unacked
             try:
-                self.windows[peer].ack(f["ack"])
+                window.ack(f["ack"])
             except LocalProtocolError:
-                pass  # an ack of nothing outstanding: the sender's window is not shortened by it
+                return []  # an ack of nothing outstanding: the sender's window is not shortened by it
+            if peer == "server":
+                self.push.acked(before[:len(before) - len(window.unacked)], len(before) >= window.size)
         return []
 
     def _message(self, side: str, f):
@@ -322,6 +331,8 @@ class Rules(Base):
                               f"major {self.hellos[peer]['major']} without an ERROR frame")
         if self.owed_error is not None and peer not in self.ended:
             out += self._unanswered(side, ts, how, pending)
+        if side == "client" and peer not in self.ended:
+            out += self._push_stalled(f"the client closed ({how})", ts)
         since = self.error_at.get(peer)
         if since is None or peer in self.ended or ts - since < self.prompt:
             return out
@@ -340,6 +351,20 @@ class Rules(Base):
                               f"after {what}, which the test service does not implement; the client closed ({how})",
                               "server")
         return []
+
+    def _push_stalled(self, what: str, ts: float):
+        """test/push's messages owed, the server's window (counted across the wrap) open since an ack
+        across the wrap, and the server silent a wait long: the test service sends them at once."""
+        window = self.windows.get("server")
+        if not self.services or window is None or self.blind or self.error_at or "server" in self.ended:
+            return []
+        stalled = self.push.stalled(ts, window.size - len(window.unacked))
+        if stalled is None:
+            return []
+        return self._once("server", "mm2-ack-across-wrap", f"the server sent nothing for {stalled:.3f} s with "
+                          f"{self.push.owed} of test/push's messages owed and its window open for "
+                          f"{window.size - len(window.unacked)}, room the client's ack across the wrap gave it "
+                          f"(acks are cumulative across the wrap); then {what}", "client")
 
     def on_gap(self, side: str) -> None:
         super().on_gap(side)

@@ -10,7 +10,10 @@ codec; split parts shown one by one as well), then the draft's rules a capture s
   stream it reaches ends (3.9), no request after cancel, a subscribe on an Id in use answered
   by onError rather than a new subscribed, and no onComplete with a split element unfinished;
 * for traffic of a conformance run (``services``), what the test publishers promise
-  (rsio_services.py: test/fixed's count and bytes, test/large's one element, test/never's no end).
+  (rsio_services.py: test/fixed's count and bytes, test/large's one element, test/never's no end),
+  and the elements owed at once: on the client's close a wait (reply_ms) after a stream's last
+  request or element, a split element left unfinished, or a stream stopped after requests past
+  2^63-1 (_stalled).
 
 A side that must answer is judged by what it sends next only where nothing it sent earlier can
 still be in flight; else by the close: it closed without the goodbye, or the peer closed a
@@ -22,11 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from conformance.protocols.base import Frame
-from conformance.protocols.rsio import RsioReader
+from conformance.protocols.rsio import ADAPTER, RsioReader
+from conformance.scenario.timing import SUITE_WAITS
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.rsio_services import ServicePromises
 from reference_impl.rsio import codec
-from reference_impl.rsio.connection import Demand
+from reference_impl.rsio.connection import LONG_MAX, Demand
 
 _DELIVERIES = frozenset({"onNext", "onNextPacked", "onNextLastPart"})
 #: the harness reader's own bounds (a joined element over 64 MiB, over 1024 split elements open at
@@ -59,6 +63,21 @@ class _Stream:
     subscribed: bool = False  # the server answered the subscribe
     duplicate: bool = False  # the client subscribed again on this Id once answered: the server owes onError
     reported: bool = False
+    since: float = 0.0  # the latest of its subscribe, subscribed, a request, a whole element: what is owed is owed since
+    overflowed: bool = False  # the client's requests added up past 2^63-1: its demand is unbounded (3.17)
+
+
+#: a test/large element of this many bytes or more is a transfer: the suite waits transfer_ms for it
+_TRANSFER = 1 << 20
+
+
+def adapter_wait(params: dict[str, int], name: str, default: int) -> float:
+    """An adapter's wait (s): the run's or the user's (``params``), else its default stretched as the
+    recorded ``expect_ms`` says a --time-scale stretched the run (a capture `run --pcap` wrote records
+    the suite's waits, and an adapter's only where --param set it); never shorter than the default."""
+    if name in params:
+        return params[name] / 1000
+    return default * max(1.0, params.get("expect_ms", SUITE_WAITS["expect_ms"]) / SUITE_WAITS["expect_ms"]) / 1000
 
 
 class Rules(Base):
@@ -84,6 +103,9 @@ class Rules(Base):
         self.reported: set[tuple[str, str]] = set()
         self.ended: dict[str, float] = {}
         self.promises = ServicePromises()  # the test services' promises, judged when self.services
+        # the suite's waits for an answer it provoked, and for a megabyte or more (the profile's timing)
+        self.reply = adapter_wait(params, "reply_ms", ADAPTER.params["reply_ms"])
+        self.transfer = params.get("transfer_ms", SUITE_WAITS["transfer_ms"]) / 1000
 
     def new_reader(self, side: str):
         return _Reader()
@@ -114,7 +136,7 @@ class Rules(Base):
             return out + self._client(f, kind, ts)
         if self.services:
             out += self.promises.server(f, kind, "client" in self.ended)
-        return out + self._server(f, kind)
+        return out + self._server(f, kind, ts)
 
     def _hello(self, side: str, version: int, ts: float):
         self.hello[side] = version
@@ -140,7 +162,7 @@ class Rules(Base):
                 stream.duplicate = stream.subscribed
             else:  # a new stream; what was granted before a cancel may still be in flight
                 carried = stream.demand.outstanding if stream else 0
-                self.streams[sid] = _Stream(Demand(f["initialDemand"] + carried))
+                self.streams[sid] = _Stream(Demand(f["initialDemand"] + carried), since=ts)
         elif kind == "request":
             out = []
             if f["demand"] == 0:
@@ -152,19 +174,24 @@ class Rules(Base):
             elif stream and f["demand"] == 0:
                 stream.zero = ts if stream.zero is None else stream.zero
             elif stream and stream.zero is None:
+                stream.overflowed |= stream.demand.outstanding + f["demand"] > LONG_MAX
                 stream.demand.add(f["demand"])
+                stream.since = ts
             return out
         elif kind == "cancel" and stream:
             stream.cancelled = True
         return []
 
-    def _server(self, f, kind: str):
+    def _server(self, f, kind: str, ts: float):
         sid = f.get("subscriber")
         stream = self.streams.get(sid)
         if stream is None:
             return []
+        if kind in _DELIVERIES:
+            stream.since = ts  # the next element is owed from here
         if kind == "subscribed" and not stream.duplicate:
             stream.subscribed = True
+            stream.since = ts
         elif kind == "subscribed":
             stream.duplicate = False
             return [("server", "rsio-id-reuse-guarantee", f"the server answered a subscribe on Id {sid}, still in use, "
@@ -242,10 +269,37 @@ class Rules(Base):
                     out += self._once("server", "rsio-reactive-streams-demand", f"no onError for subscriber {sid} "
                                       f"{ts - stream.zero:.3f} s after the client's request(0) (rule 3.9); the "
                                       f"client closed ({how})")
+        if side == "client" and self.services and not self.blind and not self.goodbye:
+            out += self._stalled(ts, how)
         since = self.goodbye.get(side)
         if since is not None and peer not in self.goodbye and ts - since >= self.prompt:
             out += self._once(peer, "rsio-goodbye-orderly", f"no goodbye from the {peer} {ts - since:.3f} s after the "
                               f"{side}'s; the {side} closed ({how})")
+        return out
+
+    def _stalled(self, ts: float, how: str):
+        """With the test services on, the client closing while the server has sat on an element of a
+        test publisher it owes (demand for it, the stream open) the suite's wait or longer: judged
+        where the catalogue names what the silence shows (rsio_services.py)."""
+        out = []
+        for sid, stream in self.streams.items():
+            promise = self.promises.owes(sid)
+            if promise is None or not stream.subscribed or stream.cancelled or stream.zero is not None \
+                    or stream.duplicate or not stream.demand.allows(1):
+                continue
+            wait = self.transfer if promise.size >= _TRANSFER else self.reply
+            if ts - stream.since < wait:
+                continue
+            silent = f"the server sent nothing more for subscriber {sid} in {ts - stream.since:.3f} s"
+            if stream.parts:
+                out += self._once("server", "rsio-split-joined", f"{silent}, split element(s) {sorted(stream.parts)} "
+                                  "begun and not finished though the demand that let them begin covers them whole "
+                                  f"(parts count as one element); the client closed ({how})")
+            elif stream.overflowed:
+                owed = promise.count - promise.elements
+                out += self._once("server", "rsio-reactive-streams-demand", f"{silent}, {owed} "
+                                  "element(s) still owed after the client's requests added up "
+                                  f"past 2^63-1 (unbounded demand, rule 3.17); the client closed ({how})")
         return out
 
     def _once(self, side: str, requirement: str, message: str):

@@ -7,6 +7,12 @@ publisher named test/... promises nothing.
 * test/large/SIZE: one element of SIZE bytes, byte i being i mod 256, however split: an element of
   another length or other bytes, or a second element, breaks rsio-split-joined (a server that
   sends the parts as elements of their own, or labels them as several elements, gives those);
+* elements owed without delay (the profile's timing; the suite waits `reply_ms` for an answer,
+  `transfer_ms` for a megabyte or more): a stream of test/range/N, test/fixed/N/SIZE or
+  test/large/SIZE with demand for its next element, silent that long, is judged only where the
+  catalogue names what the silence shows (rules/rsio.py, on the client's close): a split element
+  begun and not finished (its parts count as one element against demand: rsio-split-joined), or
+  requests adding up past 2^63-1 (unbounded demand, not a wrapped sum: rsio-reactive-streams-demand);
 * test/never: no elements and no end: an onComplete after the client shut its side of the
   transport breaks rsio-transport-closed-release (SHOULD; as the case that closes on a
   test/never stream judges it), unless the client had cancelled or sent request(0) first.  An
@@ -28,14 +34,15 @@ from dataclasses import dataclass
 from reference_impl.rsio.service import pattern  # the profile's bytes: byte i is (start + i) mod 256
 
 _NUMBER = "(0|[1-9][0-9]*)"  # the profile's N and SIZE: decimal, no sign, no leading zero
+_RANGE = re.compile(f"test/range/{_NUMBER}")
 _FIXED = re.compile(f"test/fixed/{_NUMBER}/{_NUMBER}")
 _LARGE = re.compile(f"test/large/{_NUMBER}")
 
 
 @dataclass
 class _Promise:
-    kind: str  # "fixed", "large" or "never"
-    count: int = 0  # elements promised (fixed: N, large: 1)
+    kind: str  # "range", "fixed", "large" or "never"
+    count: int = 0  # elements promised (range, fixed: N, large: 1)
     size: int = 0  # bytes per element
     open: bool = False  # the server's subscribed was seen: elements count from here
     elements: int = 0
@@ -46,6 +53,8 @@ class _Promise:
 def promise_of(publisher: str) -> _Promise | None:
     if publisher == "test/never":
         return _Promise("never")
+    if m := _RANGE.fullmatch(publisher):
+        return _Promise("range", int(m[1]), 8)
     if m := _FIXED.fullmatch(publisher):
         return _Promise("fixed", int(m[1]), int(m[2]))
     if m := _LARGE.fullmatch(publisher):
@@ -62,6 +71,14 @@ class ServicePromises:
 
     def clear(self) -> None:
         self.promises.clear()
+
+    def owes(self, sid: int) -> _Promise | None:
+        """The promise of subscriber ``sid``'s stream while it still owes elements: answered with
+        subscribed, not excused (cancel, request(0)), fewer elements than promised seen."""
+        promise = self.promises.get(sid)
+        if promise is None or promise.kind == "never" or not promise.open or promise.excused:
+            return None
+        return promise if promise.elements < promise.count else None
 
     def client(self, f: dict, kind: str) -> None:
         sid = f.get("subscriber")
@@ -109,8 +126,8 @@ class ServicePromises:
     def _broken(promise: _Promise, value: bytes) -> str | None:
         """Why the element just delivered breaks the promise, or None."""
         k = promise.elements - 1  # this element's index in the stream
-        if promise.kind == "never":  # wrong too, but no requirement of the catalogue names it
-            return None
+        if promise.kind in ("never", "range"):  # never: wrong too, but no requirement of the catalogue names it
+            return None  # range: counted for what is owed (below), its elements' values not judged
         if promise.kind == "fixed":
             name = f"test/fixed/{promise.count}/{promise.size}"
             if k >= promise.count:
