@@ -16,6 +16,7 @@ import importlib
 from reference_impl.common.errors import CodecError
 
 from conformance.protocols import adapter_for
+from conformance.scenario.timing import SUITE_WAITS
 from conformance.registry import NAMES
 
 #: protocol -> the module holding its Rules: one per protocol of the registry
@@ -40,6 +41,20 @@ class Rules:
         self.params = params
         self.at: tuple[int, int, int | None] = (0, 0, None)
         self.blind: set[str] = set()  # sides whose frames the rules no longer see (on_gap)
+
+    def suite_wait(self, name: str) -> float:
+        """One of the suite's waits (s): the run's or the user's (``params``), else its default."""
+        return self.params.get(name, SUITE_WAITS[name]) / 1000
+
+    def adapter_wait(self, name: str, default: int) -> float:
+        """An adapter's wait (s): the run's or the user's (``params``), else its ``default`` (ms)
+        stretched as the recorded ``expect_ms`` says a --time-scale stretched the run (a capture `run
+        --pcap` wrote records the suite's waits, and an adapter's only where --param set it); never
+        shorter than the default."""
+        if name in self.params:
+            return self.params[name] / 1000
+        stretch = self.params.get("expect_ms", SUITE_WAITS["expect_ms"]) / SUITE_WAITS["expect_ms"]
+        return default * max(1.0, stretch) / 1000
 
     def where(self) -> dict:
         """Where the frame being judged is, as a finding or a session fact places it (``self.at``)."""

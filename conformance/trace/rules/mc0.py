@@ -56,7 +56,6 @@ from conformance.protocols.mc0 import ADAPTER
 from conformance.protocols.zmtp_channel import HARNESS_MAX_FRAME, ZmtpReader
 from conformance.trace.curve import CurveSession
 from conformance.trace.rules import Rules as Base
-from conformance.trace.rules.rsio import adapter_wait
 
 _ORDER = [("client", "HELLO"), ("server", "WELCOME"), ("client", "INITIATE"), ("server", "READY")]
 _MESSAGE = b"\x07MESSAGE"
@@ -269,7 +268,7 @@ class _Messages:
         self.owed_since: deque[float] = deque()  # when each of them was sent, oldest first
         # the suite's wait for an answer it provoked (reply_ms): the broker, as the test service, owes
         # the ERROR within it (docs/profiles/mc0.md, "Test service")
-        self.reply = adapter_wait(rules.params, "reply_ms", ADAPTER.params["reply_ms"])
+        self.reply = rules.adapter_wait("reply_ms", ADAPTER.params["reply_ms"])
         self.subscribed: set[bytes] = set()
         self.lapsed: set[bytes] = set()  # subscriptions dropped by the client's absence
         self.connects: dict[bytes, float] = {}  # CONNECT ID -> its TTL (s), until the broker answers it

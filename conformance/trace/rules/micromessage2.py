@@ -36,7 +36,6 @@ from reference_impl.micromessage2.negotiation import ack_window, common_version
 from reference_impl.micromessage2.window import ReceiveWindow
 
 from conformance.protocols.micromessage2 import new_reader
-from conformance.scenario.timing import SUITE_WAITS
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.micromessage2_services import PushStall, client_lacks, service_lacks
 
@@ -101,9 +100,9 @@ class Rules(Base):
         self.recent: deque = deque(maxlen=_KEPT)  # digests of the client's last messages (with pubsub on)
         self.ambiguous: set[str] = set()  # sent before a subscribe too: its echo would prove nothing
         self.last_ts = 0.0
-        self.close_window = params.get("close_ms", SUITE_WAITS["close_ms"]) / 1000
+        self.close_window = self.suite_wait("close_ms")
         # with the test services on: test/push's messages still owed, and how long the server may sit on them
-        self.push = PushStall(params.get("expect_ms", SUITE_WAITS["expect_ms"]) / 1000)
+        self.push = PushStall(self.suite_wait("expect_ms"))
         # with the test services on: (since, what) of a client message requiring an extension the test
         # service lacks, until the server's ERROR; and what a server hello required that a test client lacks
         self.owed_error: tuple[float, str] | None = None

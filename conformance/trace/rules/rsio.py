@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 from conformance.protocols.base import Frame
 from conformance.protocols.rsio import ADAPTER, RsioReader
-from conformance.scenario.timing import SUITE_WAITS
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.rsio_services import ServicePromises
 from reference_impl.rsio import codec
@@ -71,15 +70,6 @@ class _Stream:
 _TRANSFER = 1 << 20
 
 
-def adapter_wait(params: dict[str, int], name: str, default: int) -> float:
-    """An adapter's wait (s): the run's or the user's (``params``), else its default stretched as the
-    recorded ``expect_ms`` says a --time-scale stretched the run (a capture `run --pcap` wrote records
-    the suite's waits, and an adapter's only where --param set it); never shorter than the default."""
-    if name in params:
-        return params[name] / 1000
-    return default * max(1.0, params.get("expect_ms", SUITE_WAITS["expect_ms"]) / SUITE_WAITS["expect_ms"]) / 1000
-
-
 class Rules(Base):
     protocol = "rsio"
     ERRORS = {
@@ -104,8 +94,8 @@ class Rules(Base):
         self.ended: dict[str, float] = {}
         self.promises = ServicePromises()  # the test services' promises, judged when self.services
         # the suite's waits for an answer it provoked, and for a megabyte or more (the profile's timing)
-        self.reply = adapter_wait(params, "reply_ms", ADAPTER.params["reply_ms"])
-        self.transfer = params.get("transfer_ms", SUITE_WAITS["transfer_ms"]) / 1000
+        self.reply = self.adapter_wait("reply_ms", ADAPTER.params["reply_ms"])
+        self.transfer = self.suite_wait("transfer_ms")
 
     def new_reader(self, side: str):
         return _Reader()

@@ -54,7 +54,6 @@ from reference_impl.rsocket.resume import POSITIONED
 
 from conformance.protocols.base import Frame
 from conformance.protocols.rsocket import RSocketReader
-from conformance.scenario.timing import SUITE_WAITS
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.rsocket_service import FNF_KEY, TestService
 from conformance.trace.rules.rsocket_testcase import StreamCase
@@ -222,7 +221,7 @@ class Rules(Base):
         self.window = params.get("silence_ms", 500) / 1000  # how long a watched side may take to answer
         self.reaction = self.window  # how soon after a frame to ignore an ERROR or close counts as its answer
         # how long the suite waits for what the test service owes (docs/profiles/rsocket.md, "Test service")
-        self.expect = params.get("expect_ms", SUITE_WAITS["expect_ms"]) / 1000
+        self.expect = self.suite_wait("expect_ms")
         self.leased = False  # the client's SETUP has L
         self.monitor = WireMonitor()
         self.first: str | None = None  # the client's first frame type
