@@ -379,7 +379,8 @@ def grade_behaviours(protocol: str, behaviours: tuple[str, ...], case_ids: list[
     for behaviour, outcomes in runs.items():
         check(outcomes, Grade.FAILED, expected[behaviour], deadline_ms, slack_s)
         if behaviour == "endless":
-            assert all(o.bytes_sent > endless_min_bytes for o in outcomes)  # the target really flooded
+            # the target really flooded, and the suite kept reading it
+            assert all(o.bytes_sent > endless_min_bytes for o in outcomes), [o.bytes_sent for o in outcomes]
         if refused_at_once(behaviour):
             # refused from the length field alone: at once, without waiting for (or buffering) the payload
             assert all(o.elapsed < 2 and o.bytes_sent < 1024 * 1024 for o in outcomes)

@@ -43,10 +43,16 @@ SLOW = ("silent", "drip", "partial-greeting", "endless")
 GROUPS = [SLOW] + [(b,) for b in sorted(EXPECTED) if b not in SLOW]
 
 
+# The CURVE flood is paced and both ends encrypt in this one process, so what it gets out in the
+# deadline follows the machine: 510 to 680 KiB on a slow one.  128 KiB is still some 1,800 NOOPs,
+# each decrypted and dropped, far past any buffer: the suite kept reading to the end.
+ENDLESS_MIN_BYTES = 128 * 1024
+
+
 @pytest.mark.parametrize("behaviours", GROUPS, ids="+".join)
 def test_hostile_target_gets_a_clear_failed_grade_within_the_deadline(behaviours: tuple[str, ...]) -> None:
     grade_behaviours(PROTOCOL, behaviours, CASES, EXPECTED, deadline_ms=DEADLINE_MS, slack_s=SLACK_S,
-                     endless_min_bytes=512 * 1024, refused_at_once=lambda b: b.startswith("announce"))
+                     endless_min_bytes=ENDLESS_MIN_BYTES, refused_at_once=lambda b: b.startswith("announce"))
 
 
 def test_a_target_that_is_gone_is_an_error_not_a_failure() -> None:
