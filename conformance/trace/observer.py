@@ -39,6 +39,7 @@ class Observer:
     # -- the Sink interface (conformance.trace.tcp) --------------------------------------------
 
     def data(self, sender: str, ts: float, offset: int, data: bytes) -> None:
+        self.rules.last_data[sender] = ts
         if self.dead[sender]:
             return
         end = offset + len(data)

@@ -41,6 +41,9 @@ class Rules:
         self.params = params
         self.at: tuple[int, int, int | None] = (0, 0, None)
         self.blind: set[str] = set()  # sides whose frames the rules no longer see (on_gap)
+        # side -> when its last bytes came (the observer sets it): all a rule knows of bytes that
+        # complete no frame, such as a frame stalled half-way
+        self.last_data: dict[str, float] = {}
 
     def suite_wait(self, name: str) -> float:
         """One of the suite's waits (s): the run's or the user's (``params``), else its default."""
@@ -53,8 +56,11 @@ class Rules:
         shorter than the default."""
         if name in self.params:
             return self.params[name] / 1000
-        stretch = self.params.get("expect_ms", SUITE_WAITS["expect_ms"]) / SUITE_WAITS["expect_ms"]
-        return default * max(1.0, stretch) / 1000
+        return default * self.stretch() / 1000
+
+    def stretch(self) -> float:
+        """How much a --time-scale stretched the run's waits, as the recorded ``expect_ms`` says (at least 1)."""
+        return max(1.0, self.params.get("expect_ms", SUITE_WAITS["expect_ms"]) / SUITE_WAITS["expect_ms"])
 
     def where(self) -> dict:
         """Where the frame being judged is, as a finding or a session fact places it (``self.at``)."""

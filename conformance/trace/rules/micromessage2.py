@@ -15,7 +15,14 @@ hello and its final handshake), codec errors naming requirements, and what a cap
   sends nothing more;
 * subscriptions, publications and deliveries per topic are session facts: a message published to
   a topic reaching one subscriber and not another is judged across connections
-  (conformance/trace/sessions/micromessage2.py).
+  (conformance/trace/sessions/micromessage2.py);
+* in a capture of a conformance run (Rules.services), whose read timeout the run's parameters
+  give (`read_timeout_ms`, 5 s unless the user set it), a client frame stalled half-way owes the
+  server's ERROR within that timeout and the 3 s the active case adds (both times --time-scale):
+  a client that closes with the frame still unfinished that long after its last bytes, the server
+  still open and no ERROR in time, proves the server kept no read timeout (filed under what the
+  stalled frame's case names: the hello's identity, else the payload length).  The client's own
+  timeout is not judged: the test clients' configuration is theirs.
 
 What each side supports is not on the wire, so accepting an extension a side lacks (or
 activating a suggestion it does not implement) looks like support and is not judged; with the test
@@ -35,7 +42,7 @@ from reference_impl.micromessage2.extensions import parse_extension_list
 from reference_impl.micromessage2.negotiation import ack_window, common_version
 from reference_impl.micromessage2.window import ReceiveWindow
 
-from conformance.protocols.micromessage2 import new_reader
+from conformance.protocols.micromessage2 import ADAPTER, new_reader
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.micromessage2_services import PushStall, client_lacks, service_lacks
 
@@ -107,6 +114,10 @@ class Rules(Base):
         # service lacks, until the server's ERROR; and what a server hello required that a test client lacks
         self.owed_error: tuple[float, str] | None = None
         self.client_lacking: list[str] = []
+        # with the test services on: how long after a client frame stalls half-way the server's ERROR may come
+        # (the stalled-frame cases wait read_timeout_ms + 3000, stretched as the run's waits)
+        self.read_timeout = params.get("read_timeout_ms", ADAPTER.params["read_timeout_ms"]) / 1000
+        self.read_window = (self.read_timeout + 3) * self.stretch()
 
     def new_reader(self, side: str):
         reader = new_reader(self.transport)
@@ -332,6 +343,8 @@ class Rules(Base):
             out += self._unanswered(side, ts, how, pending)
         if side == "client" and peer not in self.ended:
             out += self._push_stalled(f"the client closed ({how})", ts)
+            if pending:
+                out += self._read_timeout_kept(ts, how, pending)
         since = self.error_at.get(peer)
         if since is None or peer in self.ended or ts - since < self.prompt:
             return out
@@ -350,6 +363,21 @@ class Rules(Base):
                               f"after {what}, which the test service does not implement; the client closed ({how})",
                               "server")
         return []
+
+    def _read_timeout_kept(self, ts: float, how: str, pending: int):
+        """The client closed with ``pending`` bytes of a frame a read window after its last bytes, and
+        the server sent no ERROR within that window: it kept no read timeout (services on only)."""
+        last = self.last_data.get("client")
+        answered = self.error_at.get("client")  # the server's ERROR
+        if not self.services or self.blind or last is None or ts - last < self.read_window:
+            return []
+        if answered is not None and answered - last < self.read_window:
+            return []
+        frame = "hello" if "client" not in self.hellos else "frame"
+        return self._once("server", "mm2-identity" if frame == "hello" else "mm2-payload-length",
+                          f"the client's {frame} stalled after {pending} bytes for {ts - last:.3f} s with no ERROR "
+                          f"from the server within {self.read_window:.3f} s (its read timeout, {self.read_timeout:g} s, "
+                          f"and the suite's 3 s, times the run's --time-scale); then the client closed ({how})")
 
     def _push_stalled(self, what: str, ts: float):
         """test/push's messages owed, the server's window (counted across the wrap) open since an ack
