@@ -41,6 +41,9 @@ COMMENT = ("the traffic of a conformance run: the test services of docs/profiles
 #: a second section-header comment: this text, then the run's waits in ms as a JSON object
 #: (packets.recorded_waits), which check-trace holds the test services to
 WAITS_COMMENT = "conformance run waits (ms): "
+#: a third: this text, then the connections whose client was the target (a client-role case, the
+#: suite its server) as a JSON list of names as findings give them (packets.recorded_target_clients)
+TARGET_CLIENTS_COMMENT = "conformance run target clients: "
 _ACTIVE: "Recorder | None" = None
 last: "Recorder | None" = None  # the recorder stop() ended: which side the suite was, per connection
 
@@ -172,7 +175,9 @@ def write(recorder: Recorder, path: Path, waits: dict[str, int] | None = None) -
     packets.sort(key=lambda p: p[0])  # stable: one connection's packets keep their order
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as fh:
-        writer = dpkt.pcapng.Writer(fh, snaplen=262144, linktype=dpkt.pcap.DLT_EN10MB, shb=_section_header(waits))
+        clients = sorted(name for name, side in target_sides(recorder).items() if side == "client")
+        writer = dpkt.pcapng.Writer(fh, snaplen=262144, linktype=dpkt.pcap.DLT_EN10MB,
+                                    shb=_section_header(waits, clients))
         for ts, frame in packets:
             writer.writepkt(frame, ts=ts)
     if session_keys(recorder):
@@ -182,9 +187,10 @@ def write(recorder: Recorder, path: Path, waits: dict[str, int] | None = None) -
     return len(packets)
 
 
-def _section_header(waits: dict[str, int] | None = None):
-    """The section header block, marked as this module's (USERAPPL, COMMENT, and the waits), in the
-    byte order dpkt's Writer insists on (the machine's)."""
+def _section_header(waits: dict[str, int] | None = None, target_clients: list[str] | None = None):
+    """The section header block, marked as this module's (USERAPPL, COMMENT, the waits and the
+    connections whose client was the target), in the byte order dpkt's Writer insists on (the
+    machine's)."""
     import sys
 
     from dpkt import pcapng
@@ -196,6 +202,8 @@ def _section_header(waits: dict[str, int] | None = None):
                        option(code=pcapng.PCAPNG_OPT_COMMENT, text=COMMENT),
                        *([option(code=pcapng.PCAPNG_OPT_COMMENT, text=WAITS_COMMENT + json.dumps(waits, sort_keys=True))]
                          if waits is not None else []),
+                       *([option(code=pcapng.PCAPNG_OPT_COMMENT, text=TARGET_CLIENTS_COMMENT + json.dumps(target_clients))]
+                         if target_clients is not None else []),
                        option(code=pcapng.PCAPNG_OPT_ENDOFOPT)])
 
 

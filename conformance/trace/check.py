@@ -12,7 +12,8 @@ from pathlib import Path
 
 from conformance.trace.findings import Finding, Note
 from conformance.trace.observer import Observer
-from conformance.trace.packets import CaptureProblem, ReadStats, read_segments, recorded_waits, written_by_suite
+from conformance.trace.packets import (CaptureProblem, ReadStats, read_segments, recorded_target_clients,
+                                       recorded_waits, written_by_suite)
 from conformance.trace.rules import rules_for
 from conformance.trace.tcp import CLIENT, Reassembler
 
@@ -36,6 +37,12 @@ def params_for(path: Path, params: dict[str, int], services: bool) -> dict[str, 
     return {**recorded_waits(path), **params} if services else params
 
 
+def target_clients_for(path: Path, services: bool) -> frozenset[str]:
+    """The connections whose client was the target (a client-role case), as a suite capture records
+    them (packets.recorded_target_clients): judged by the test cases' promises with the services on."""
+    return recorded_target_clients(path) if services else frozenset()
+
+
 @dataclass
 class FileResult:
     path: Path
@@ -53,15 +60,16 @@ class _LazyObserver:
     """Picks TCP or WebSocket on the client's first bytes, then is that connection's observer."""
 
     def __init__(self, protocol: str, client, server, params: dict[str, int], keys=None,
-                 services: bool = False) -> None:
+                 services: bool = False, test_client: bool = False) -> None:
         self.protocol, self.client, self.server, self.params, self.keys = protocol, client, server, params, keys
-        self.services = services
+        self.services, self.test_client = services, test_client
         self.observer: Observer | None = None
         self.early: list[tuple] = []  # what came before the client's first bytes (a server greeting)
 
     def _open(self, transport: str) -> None:
         self.observer = Observer(self.protocol, transport, self.client, self.server,
-                                 rules_for(self.protocol, transport, self.params, self.keys, self.services))
+                                 rules_for(self.protocol, transport, self.params, self.keys, self.services,
+                                           self.test_client))
         for method, args in self.early:
             getattr(self.observer, method)(*args)
 
@@ -94,9 +102,9 @@ class _LazyObserver:
 
 class _Sinks:
     def __init__(self, protocol_of_port: dict[int, str], default: str | None, params: dict[str, int],
-                 keys=None, services: bool = False) -> None:
+                 keys=None, services: bool = False, target_clients: frozenset[str] = frozenset()) -> None:
         self.protocol_of_port, self.default, self.params, self.keys = protocol_of_port, default, params, keys
-        self.services = services
+        self.services, self.target_clients = services, target_clients
         self.server_ports = set(protocol_of_port)
         self.opened = 0
 
@@ -105,16 +113,19 @@ class _Sinks:
         if protocol is None:
             return None
         self.opened += 1
-        return _LazyObserver(protocol, client, server, self.params, self.keys, self.services)
+        test_client = f"{client[0]}:{client[1]} -> {server[0]}:{server[1]}" in self.target_clients
+        return _LazyObserver(protocol, client, server, self.params, self.keys, self.services, test_client)
 
 
 def check_segments(segments, result: FileResult, protocol_of_port: dict[int, str], default: str | None,
-                   params: dict[str, int], keys=None, services: bool = False) -> _Sinks:
+                   params: dict[str, int], keys=None, services: bool = False,
+                   target_clients: frozenset[str] = frozenset()) -> _Sinks:
     """Reassemble and observe ``segments`` (one file's, or one connection's, in capture order);
     each connection's findings are collected as it closes, and its state let go.  ``keys``: the
     key log's session keys (keylog.KeyLog), for the rules that open encrypted sessions;
-    ``services``: the test services' promises hold (services_for)."""
-    sinks = _Sinks(protocol_of_port, default, params, keys, services)
+    ``services``: the test services' promises hold (services_for); ``target_clients``: the
+    connections whose client was the target (target_clients_for)."""
+    sinks = _Sinks(protocol_of_port, default, params, keys, services, target_clients)
 
     def done(conn) -> None:
         observer = conn.sink.finish()
@@ -138,7 +149,8 @@ def check_file(path: Path, protocol_of_port: dict[int, str], default: str | None
     services = services_for(path, test_services)
     try:
         sinks = check_segments(read_segments(path, result.stats), result, protocol_of_port, default,
-                               params_for(path, params, services), keys, services)
+                               params_for(path, params, services), keys, services,
+                               target_clients_for(path, services))
     except CaptureProblem as exc:
         result.problems.append(str(exc))
         return result

@@ -150,24 +150,41 @@ def written_by_suite(path: Path) -> bool:
     return _suite_header_options(path) is not None
 
 
+def _recorded(path: Path, prefix: str):
+    """The JSON value after ``prefix`` in a comment of the section header `conformance run --pcap`
+    wrote; None for any other file, no such comment, or one that does not parse."""
+    for option in _suite_header_options(path) or []:
+        text = getattr(option, "text", None) or ""
+        if option.code == dpkt.pcapng.PCAPNG_OPT_COMMENT and text.startswith(prefix):
+            try:
+                return json.loads(text[len(prefix):])
+            except ValueError:
+                return None
+    return None
+
+
 def recorded_waits(path: Path) -> dict[str, int]:
     """The run's waits (ms) a capture `conformance run --pcap` wrote carries in a comment of its
     section header (capture.WAITS_COMMENT), after --param and --time-scale; {} for any other file,
     or one whose comment does not parse."""
     from conformance.trace.capture import WAITS_COMMENT
 
-    for option in _suite_header_options(path) or []:
-        text = getattr(option, "text", None) or ""
-        if option.code == dpkt.pcapng.PCAPNG_OPT_COMMENT and text.startswith(WAITS_COMMENT):
-            try:
-                waits = json.loads(text[len(WAITS_COMMENT):])
-            except ValueError:
-                return {}
-            if isinstance(waits, dict) and all(isinstance(k, str) and type(v) is int and v >= 0
-                                               for k, v in waits.items()):
-                return waits
-            return {}
+    waits = _recorded(path, WAITS_COMMENT)
+    if isinstance(waits, dict) and all(isinstance(k, str) and type(v) is int and v >= 0 for k, v in waits.items()):
+        return waits
     return {}
+
+
+def recorded_target_clients(path: Path) -> frozenset[str]:
+    """The connections (``client -> server`` as findings name them) whose client was the target,
+    running a client-role test case against the suite, as a capture `conformance run --pcap` wrote
+    records them (capture.TARGET_CLIENTS_COMMENT); empty for any other file, or a malformed list."""
+    from conformance.trace.capture import TARGET_CLIENTS_COMMENT
+
+    names = _recorded(path, TARGET_CLIENTS_COMMENT)
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        return frozenset(names)
+    return frozenset()
 
 
 def read_segments(path: Path, stats: ReadStats) -> Iterator[Segment]:

@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from conformance.record_format import SCHEMA_VERSION
-from conformance.trace.check import FileResult, check_segments, services_for
+from conformance.trace.check import FileResult, check_segments, services_for, target_clients_for
 from conformance.trace.packets import CaptureProblem, ReadStats, Segment, read_segments, recorded_waits
 
 _PROBLEM = "~problem"  # key of a file's problem lines, sorted apart from connections
@@ -53,9 +53,9 @@ def _partitions(on_disk: list[tuple[str, str]], remote: list[str], parallelism: 
 
 def _segments_of(path: str, local: Path | None, data: bytes | None, test_services: str = "auto"):
     """(key, value) pairs of one capture: per segment ((file, endpoints, index), segment, whether
-    the test services hold for the file (check.services_for, which reads the file's header) and the
-    waits it records (a tuple of pairs: packets.recorded_waits)), and per problem ((_PROBLEM, file, 0),
-    message)."""
+    the test services hold for the file (check.services_for, which reads the file's header), the
+    waits it records (a tuple of pairs: packets.recorded_waits) and the connections whose client was
+    the target (check.target_clients_for)), and per problem ((_PROBLEM, file, 0), message)."""
     spool = None
     if local is None:
         spool = tempfile.NamedTemporaryFile(suffix=".pcap", delete=False)
@@ -66,11 +66,13 @@ def _segments_of(path: str, local: Path | None, data: bytes | None, test_service
     services = services_for(local, test_services)
     # one tuple for the whole file: the batches the shuffle pickles hold it once
     waits = tuple(sorted(recorded_waits(local).items())) if services else ()
+    clients = target_clients_for(local, services)
     try:
         for index, seg in enumerate(read_segments(local, stats)):
             # a plain tuple: the shuffle pickles it several times faster than the dataclass
             yield (path, tuple(sorted((seg.src, seg.dst))), index), (seg.ts, seg.src, seg.dst, seg.seq, seg.flags,
-                                                                      seg.payload, seg.missing, services, waits)
+                                                                      seg.payload, seg.missing, services, waits,
+                                                                      clients)
         problems = stats.problems
         if stats.packets and not stats.tcp:
             problems = problems + [f"{path}: {stats.packets} packets, none of them TCP: nothing to check"]
@@ -102,9 +104,9 @@ def _check_partition(pairs, ports: dict[int, str], default: str | None, params: 
         path = connection[0]
         result = FileResult(Path(path))
         first = next(items)
-        services, waits = first[1][-2:]  # the same for every segment of the file
-        check_segments((Segment(*seg[:-2]) for _, seg in chain([first], items)), result, ports, default,
-                       {**dict(waits), **params}, keys.value if keys is not None else None, services)
+        services, waits, clients = first[1][-3:]  # the same for every segment of the file
+        check_segments((Segment(*seg[:-3]) for _, seg in chain([first], items)), result, ports, default,
+                       {**dict(waits), **params}, keys.value if keys is not None else None, services, clients)
         frames, connections = frames + result.frames, connections + result.connections
         yield from (record_of(x, run=run, time=time, source=path, implementation=impl)
                     for x in [*result.findings, *result.notes])

@@ -15,7 +15,7 @@ import pytest
 
 from conformance.cli import main
 from conformance.trace import capture, check
-from conformance.trace.packets import recorded_waits, written_by_suite
+from conformance.trace.packets import recorded_target_clients, recorded_waits, written_by_suite
 from conformance.trace.spark import _check_partition, _connection_of, _segments_of
 from tests.trace.pcapfiles import CLIENT, NEGOTIATE, NEGOTIATED, SERVER, data, syns, tcp_frame, write_pcap
 
@@ -137,7 +137,8 @@ def test_the_spark_partitions_give_the_rules_the_same_flag(tmp_path, made, mode,
         rows += _check_partition(list(part), {9000: "stmp"}, None, {}, "run", "time", None)
     assert sum(r.get("connections", 0) for r in rows) == 2
     assert sorted(r.services for r in made) == sorted([suite, plain])
-    assert {path: services for (path, _, _), (*_, services, _waits) in pairs} == {str(run): suite, str(other): plain}
+    assert {path: services for (path, _, _), (*_, services, _waits, _clients) in pairs} == {
+        str(run): suite, str(other): plain}
 
 
 def test_dpkt_reads_the_marked_capture(tmp_path):
@@ -212,3 +213,51 @@ def test_run_pcap_records_the_waits(tmp_path):
                  "--param", "expect_ms=6000", "-k", "negotiation-not-raw"])
     assert code == 0
     assert recorded_waits(path)["expect_ms"] == 12000 and recorded_waits(path)["close_ms"] == 6000
+
+
+# -- which connections' client was the target (a client-role case: the suite its server) --------------
+
+TARGET_CLIENT = ("127.0.0.1", 40111)  # the target's client, connected to the suite's server on 9000
+TARGET_CLIENT_NAME = "127.0.0.1:40111 -> 127.0.0.1:9000"
+
+
+def _capture_with_a_target_client(path):
+    """Two STMP connections to port 9000: the suite's client's (CLIENT), and the target client's."""
+    recorder = capture.Recorder()
+    for client, suite, t in ((CLIENT, "client", 10.0), (TARGET_CLIENT, "server", 20.0)):
+        conn = capture._Conn(client, SERVER, t, suite)
+        conn.events += [(t + 0.1, "client", NEGOTIATE), (t + 0.2, "server", NEGOTIATED), (t + 0.3, "client", "FIN"),
+                        (t + 0.4, "server", "FIN")]
+        recorder.conns.append(conn)
+    capture.write(recorder, path)
+    return path
+
+
+def test_a_suite_capture_names_the_connections_whose_client_was_the_target(tmp_path):
+    path = _capture_with_a_target_client(tmp_path / "run.pcapng")
+    assert b'conformance run target clients: ["127.0.0.1:40111 -> 127.0.0.1:9000"]' in path.read_bytes()
+    assert recorded_target_clients(path) == {TARGET_CLIENT_NAME}
+    assert recorded_target_clients(_suite_capture(tmp_path / "suite-clients-only.pcapng")) == frozenset()
+    # the same comment in another tool's capture is not taken; a malformed one in the suite's gives none
+    comment = b'conformance run target clients: ["127.0.0.1:40111 -> 127.0.0.1:9000"]'
+    other = _pcapng(tmp_path / "other.pcapng", b"Dumpcap (Wireshark) 4.2.2", comment=comment)
+    assert recorded_target_clients(other) == frozenset()
+    assert recorded_target_clients(_pcapng(tmp_path / "marked.pcapng", b"conformance run --pcap",
+                                           comment=comment)) == {TARGET_CLIENT_NAME}
+    for bad in (b'{"a": 1}', b"[1]", b"[not json"):
+        marked = _pcapng(tmp_path / "bad.pcapng", b"conformance run --pcap",
+                         comment=b"conformance run target clients: " + bad)
+        assert recorded_target_clients(marked) == frozenset(), bad
+
+
+@pytest.mark.parametrize("mode,expect", [("auto", [False, True]), ("on", [False, True]), ("off", [False, False])])
+def test_the_rules_know_a_target_client_with_the_services_on(tmp_path, made, mode, expect):
+    path = _capture_with_a_target_client(tmp_path / "run.pcapng")
+    check.check_file(path, {9000: "stmp"}, None, {}, test_services=mode)
+    assert [r.test_client for r in made] == expect
+    made.clear()
+    # the executors' side of --spark: the file's target clients travel with its segments
+    pairs = sorted(_segments_of(str(path), path, None, mode), key=lambda kv: kv[0])
+    for _, part in groupby(pairs, key=lambda kv: _connection_of(kv[0])):
+        list(_check_partition(list(part), {9000: "stmp"}, None, {}, "run", "time", None))
+    assert sorted(r.test_client for r in made) == sorted(expect)

@@ -35,6 +35,9 @@ class Rules:
     #: the capture is of a conformance run, so the suite's test services hold (each profile's "test
     #: service" section: what a route or publisher name promises); off for other traffic
     services = False
+    #: (with ``services``) the capture says this connection's client was the target, running a
+    #: client-role test case against the suite (each profile's "Test cases (client role)")
+    test_client = False
 
     def __init__(self, transport: str, params: dict[str, int]) -> None:
         self.transport = transport
@@ -109,12 +112,14 @@ class Rules:
         return []
 
 
-def rules_for(protocol: str, transport: str, params: dict[str, int], keys=None, services: bool = False) -> Rules:
+def rules_for(protocol: str, transport: str, params: dict[str, int], keys=None, services: bool = False,
+              test_client: bool = False) -> Rules:
     module = importlib.import_module(MODULES[protocol])
     rules = module.Rules(transport, params)
     if keys:
         rules.keys = keys
     rules.services = services
+    rules.test_client = services and test_client
     return rules
 
 
