@@ -46,7 +46,10 @@ EXACT = {
                       # a run's read timeout (read_timeout_ms): the suite's hello, stalled half-way, unanswered
                       # by ERROR when the suite closes read_timeout_ms + 3000 after its last bytes
                       "no-handshake-read-timeout"},
-    "rsio": {"past-demand", "wrong-version-no-goodbye", "no-close-after-goodbye", "no-goodbye-reply",
+    "rsio": {  # the test clients' cases (rules/rsio_testcases.py): after test/error's onError, or test/large's
+             # element in parts and onComplete, the client closes without the goodbye that ends its case
+             "on-error-ignored", "parts-not-joined", "empty-last-part-skipped",
+             "past-demand", "wrong-version-no-goodbye", "no-close-after-goodbye", "no-goodbye-reply",
              "uses-unlisted-extension", "ignores-cancel", "accepts-request-zero", "mislabels-parts",
              "id-in-use-replaced", "hello-version-1", "accepts-any-version", "ignores-unknown-type",
              "goodbye-unanswered", "requests-zero", "requests-after-cancel", "goodbye-keeps-streams",
@@ -148,10 +151,6 @@ OTHER = {
 #: is in EXACT, OTHER or here)
 UNSEEN = {
     "rsio": {
-        "on-error-ignored": "the client waits on a stream onError ended: it sends nothing wrong, it only never "
-                            "finishes its test case",
-        "parts-not-joined": "the client delivers the parts to its application: the wire is the same, only its exit "
-                            "code differs",
         "fixed-size-read-as-prefixed": "the client misreads the elements and says goodbye: a goodbye is always "
                                        "allowed and its reason is free text",
         "hello-count-u8": "the server misreads a valid clientHello, says goodbye and closes at once: a goodbye is "
@@ -164,8 +163,6 @@ UNSEEN = {
         "goodbye-no-wait": "a side may close right after its goodbye (one owed for invalid bytes or a wrong version "
                            "closes at once) and may bound its wait for the answer: the capture cannot tell the "
                            "client that did not wait from those",
-        "empty-last-part-skipped": "the client never finishes the element and gives up on its test case: it sends "
-                                   "nothing wrong, only its exit code differs",
     },
     "micromessage2": {
         "fan-out-to-one": "the suite reads the first subscriber only after its wait on the second failed: the "

@@ -13,7 +13,10 @@ codec; split parts shown one by one as well), then the draft's rules a capture s
   (rsio_services.py: test/fixed's count and bytes, test/large's one element, test/never's no end),
   and the elements owed at once: on the client's close a wait (reply_ms) after a stream's last
   request or element, a split element left unfinished, or a stream stopped after requests past
-  2^63-1 (_stalled).
+  2^63-1 (_stalled);
+* on a connection a suite capture names as the target's client (``test_client``), the goodbye
+  that ends a `fixed`, `large` or `error` test case once its stream was served
+  (rsio_testcases.py).
 
 A side that must answer is judged by what it sends next only where nothing it sent earlier can
 still be in flight; else by the close: it closed without the goodbye, or the peer closed a
@@ -28,6 +31,7 @@ from conformance.protocols.base import Frame
 from conformance.protocols.rsio import ADAPTER, RsioReader
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.rsio_services import ServicePromises
+from conformance.trace.rules.rsio_testcases import TestCase
 from reference_impl.rsio import codec
 from reference_impl.rsio.connection import LONG_MAX, Demand
 
@@ -96,6 +100,8 @@ class Rules(Base):
         # the suite's waits for an answer it provoked, and for a megabyte or more (the profile's timing)
         self.reply = self.adapter_wait("reply_ms", ADAPTER.params["reply_ms"])
         self.transfer = self.suite_wait("transfer_ms")
+        self.testcase = TestCase()  # the test client's case, judged when self.test_client
+        self.expect = self.suite_wait("expect_ms")
 
     def new_reader(self, side: str):
         return _Reader()
@@ -105,6 +111,10 @@ class Rules(Base):
     def on_frame(self, side: str, frame, ts: float):
         f = frame.fields
         kind = f["type"]
+        out = self._test_case(side, f, kind, ts) if self.test_client else []
+        return out + self._frame(side, f, kind, ts)
+
+    def _frame(self, side: str, f: dict, kind: str, ts: float):
         if kind in ("clientHello", "serverHello"):
             return self._hello(side, f["version"], ts)
         if kind == "goodbye":
@@ -232,9 +242,14 @@ class Rules(Base):
         return out
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
-        self.ended.setdefault(side, ts)
         peer = other(side)
         out = []
+        if self.test_client and peer not in self.ended:
+            if side == "client" and self.testcase.owed() and not self.blind:
+                out += self._case_broken(f"{self.testcase.what()}, and the client closed ({how}) without the goodbye "
+                                         "that ends the case")
+            out += self._goodbye_overdue(ts, f"then the {side} closed ({how})")
+        self.ended.setdefault(side, ts)
         if side not in self.goodbye and peer not in self.ended:
             # the side closed first without its goodbye: one it owed for a wrong hello or invalid bytes,
             # or the acknowledgement of the peer's goodbye
@@ -266,6 +281,28 @@ class Rules(Base):
             out += self._once(peer, "rsio-goodbye-orderly", f"no goodbye from the {peer} {ts - since:.3f} s after the "
                               f"{side}'s; the {side} closed ({how})")
         return out
+
+    def _test_case(self, side: str, f: dict, kind: str, ts: float):
+        """The test client's case (rsio_testcases.py): a frame a wait after its stream was served
+        with no goodbye yet proves the wait (judged before the frame, which may be that goodbye)."""
+        out = self._goodbye_overdue(ts, f"then the {side} sent {kind}")
+        if side == "client":
+            self.testcase.client(f, kind)
+        else:
+            self.testcase.server(f, kind, ts)
+        return out
+
+    def _goodbye_overdue(self, ts: float, then: str):
+        case = self.testcase
+        if not case.owed() or self.blind or ts - case.served < self.expect:
+            return []
+        return self._case_broken(f"{case.what()}, and the client sent no goodbye in {ts - case.served:.3f} s "
+                                 f"(the suite waits {self.expect:g} s for it); {then}")
+
+    def _case_broken(self, message: str):
+        self.testcase.off = True  # judged once
+        requirement = self.testcase.requirement()
+        return self._once("client", requirement, message) if requirement else []
 
     def _stalled(self, ts: float, how: str):
         """With the test services on, the client closing while the server has sat on an element of a
@@ -300,6 +337,7 @@ class Rules(Base):
 
     def on_gap(self, side: str) -> None:
         super().on_gap(side)
+        self.testcase.off = True  # a goodbye, or frames that change what was served, may be in what is not seen
         if side == "client":
             self.streams.clear()  # requests may be in what is not seen
             self.promises.clear()  # and so may a subscribe reusing an Id, or a cancel

@@ -40,7 +40,7 @@ _LARGE = re.compile(f"test/large/{_NUMBER}")
 
 
 @dataclass
-class _Promise:
+class Promise:
     kind: str  # "range", "fixed", "large" or "never"
     count: int = 0  # elements promised (range, fixed: N, large: 1)
     size: int = 0  # bytes per element
@@ -50,15 +50,15 @@ class _Promise:
     reported: bool = False
 
 
-def promise_of(publisher: str) -> _Promise | None:
+def promise_of(publisher: str) -> Promise | None:
     if publisher == "test/never":
-        return _Promise("never")
+        return Promise("never")
     if m := _RANGE.fullmatch(publisher):
-        return _Promise("range", int(m[1]), 8)
+        return Promise("range", int(m[1]), 8)
     if m := _FIXED.fullmatch(publisher):
-        return _Promise("fixed", int(m[1]), int(m[2]))
+        return Promise("fixed", int(m[1]), int(m[2]))
     if m := _LARGE.fullmatch(publisher):
-        return _Promise("large", 1, int(m[1]))
+        return Promise("large", 1, int(m[1]))
     return None
 
 
@@ -66,13 +66,13 @@ class ServicePromises:
     """The promises of the client's streams on one connection, and the server's frames against them."""
 
     def __init__(self) -> None:
-        self.promises: dict[int, _Promise] = {}
+        self.promises: dict[int, Promise] = {}
         self.used: set[int] = set()  # Ids the client subscribed on
 
     def clear(self) -> None:
         self.promises.clear()
 
-    def owes(self, sid: int) -> _Promise | None:
+    def owes(self, sid: int) -> Promise | None:
         """The promise of subscriber ``sid``'s stream while it still owes elements: answered with
         subscribed, not excused (cancel, request(0)), fewer elements than promised seen."""
         promise = self.promises.get(sid)
@@ -115,33 +115,33 @@ class ServicePromises:
         promise.elements += 1
         if promise.reported:
             return []
-        why = self._broken(promise, f["value"])
+        why = broken_by(promise, f["value"])
         if why is None:
             return []
         promise.reported = True
         requirement = "rsio-fixed-size" if promise.kind == "fixed" else "rsio-split-joined"
         return [("server", requirement, f"{kind} to subscriber {sid}: {why}", "client")]
 
-    @staticmethod
-    def _broken(promise: _Promise, value: bytes) -> str | None:
-        """Why the element just delivered breaks the promise, or None."""
-        k = promise.elements - 1  # this element's index in the stream
-        if promise.kind in ("never", "range"):  # never: wrong too, but no requirement of the catalogue names it
-            return None  # range: counted for what is owed (below), its elements' values not judged
-        if promise.kind == "fixed":
-            name = f"test/fixed/{promise.count}/{promise.size}"
-            if k >= promise.count:
-                return f"element {k} (0-based) where {name} has {promise.count} elements"
-            start, what = k, f"element {k} of {name}"
-        else:
-            name = f"test/large/{promise.size}"
-            if k >= 1:
-                return f"a second element where {name} has one element of {promise.size} bytes (however split)"
-            start, what = 0, f"the one element of {name}"
-        if len(value) != promise.size:
-            return f"{what} has {len(value)} bytes, not {promise.size}"
-        expected = pattern(start, promise.size)
-        if value != expected:
-            at = next(i for i in range(len(value)) if value[i] != expected[i])
-            return f"{what} has byte {at} = {value[at]}, not ({start} + {at}) mod 256 = {expected[at]}"
-        return None
+
+def broken_by(promise: Promise, value: bytes) -> str | None:
+    """Why the element just delivered (counted in ``promise.elements``) breaks the promise, or None."""
+    k = promise.elements - 1  # this element's index in the stream
+    if promise.kind in ("never", "range"):  # never: wrong too, but no requirement of the catalogue names it
+        return None  # range: counted for what is owed (below), its elements' values not judged
+    if promise.kind == "fixed":
+        name = f"test/fixed/{promise.count}/{promise.size}"
+        if k >= promise.count:
+            return f"element {k} (0-based) where {name} has {promise.count} elements"
+        start, what = k, f"element {k} of {name}"
+    else:
+        name = f"test/large/{promise.size}"
+        if k >= 1:
+            return f"a second element where {name} has one element of {promise.size} bytes (however split)"
+        start, what = 0, f"the one element of {name}"
+    if len(value) != promise.size:
+        return f"{what} has {len(value)} bytes, not {promise.size}"
+    expected = pattern(start, promise.size)
+    if value != expected:
+        at = next(i for i in range(len(value)) if value[i] != expected[i])
+        return f"{what} has byte {at} = {value[at]}, not ({start} + {at}) mod 256 = {expected[at]}"
+    return None
