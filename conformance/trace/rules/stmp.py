@@ -1,5 +1,11 @@
 """STMP (docs/profiles/stmp.md) seen from the wire: negotiation first, replies by ID, a close
-where the profile requires one, heartbeats while open; frames decoded by the reference codec."""
+where the profile requires one, heartbeats while open; frames decoded by the reference codec.
+
+On a connection a suite capture names as the target's client (``test_client``), the client runs
+one of the profile's client test cases, each of which closes only once it has what it waits for:
+its close with a Request still unanswered, the server still open, after the server sent a
+Response to an ID the client never used, took that Response for a reason to give up
+(stmp-response-fields: such a Response is dropped, the receiver neither fails nor closes)."""
 
 from __future__ import annotations
 
@@ -109,6 +115,7 @@ class Rules(Base):
         self.timed_out = False
         self.cut_short = False  # the client ended its stream inside a message
         self.readers: dict[str, _StreamReader] = {}
+        self.stray: tuple[float, int] | None = None  # (when, ID) of a server Response to an ID the client never used
 
     # -- frames ------------------------------------------------------------------------------
 
@@ -146,6 +153,8 @@ class Rules(Base):
             out += self._response(side, f)
             if unsolicited:
                 self.responses_sent[side].add(f["id"])  # only a Response nobody asked for can be answered wrongly
+                if side == "server" and self.test_client and self.negotiation == "open":
+                    self.stray = (ts, f["id"])
         return out
 
     def _first_client(self, f, ts: float):
@@ -286,6 +295,8 @@ class Rules(Base):
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
         out = self._silent_client(ts, False)
+        if side == "client" and self.stray is not None and "server" not in self.closed:
+            out += self._closed_on_a_stray(ts, how)
         if side == "server" and "server" not in self.closed:
             out += self._refusal_never_sent(ts, how)
         self.closed.setdefault(side, ts)
@@ -297,6 +308,18 @@ class Rules(Base):
                 out.append(("server", requirement,
                             f"the server kept the connection open {ts - since:.3f} s after {why}; the client closed it ({how})"))
         return out
+
+    def _closed_on_a_stray(self, ts: float, how: str):
+        """A test client closing with a Request unanswered after a Response to an ID it never used."""
+        waiting = sorted(i for i, n in self.outstanding["client"].items() if n > 0)
+        if not waiting or self.blind or self.must_close is not None:
+            return []
+        when, stray = self.stray
+        return [("client", "stmp-response-fields",
+                 f"the client closed ({how}) with its Request ID {waiting[0]:#x} unanswered, {ts - when:.3f} s after "
+                 f"the server's Response to ID {stray:#x}, which it never used: a Response to an unknown ID is "
+                 "dropped and the receiver neither fails nor closes, and a test case closes only once it has its "
+                 "answers")]
 
     def _refusal_never_sent(self, ts: float, how: str):
         """The server ends its stream, the client's first message (not the negotiation) still unanswered a

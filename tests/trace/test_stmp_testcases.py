@@ -1,0 +1,45 @@
+"""STMP's client test cases judged from a suite capture (conformance/trace/rules/stmp.py, test_client):
+docs/profiles/stmp.md, "Test cases (client role)": a case closes only once it has what it waits
+for, and "A Response to an unknown ID is dropped. The receiver neither fails nor closes."  The
+captures are written the way `run --pcap` writes them with the target as the client.  Bytes by
+hand from the profile's binary header: KIND/ENCODING byte (0x68 a Raw Request, 0xe8 a Raw
+Response), ID u16, then a Request's ACTION u32 or a Response's STATUS u8, then the payload
+length u32 and the payload."""
+
+from __future__ import annotations
+
+from conformance.trace import capture
+from conformance.trace.check import check_file
+from tests.trace.pcapfiles import CLIENT, NEGOTIATE, NEGOTIATED, SERVER
+
+ECHO = bytes.fromhex("68" "0009" "00000100" "00000009") + b"stmp echo"  # Request ID 9, ACTION 0x100
+ANSWER = bytes.fromhex("e8" "0009" "00" "00000009") + b"stmp echo"  # Response ID 9, Ok
+STRAY = bytes.fromhex("e8" "000a" "00" "00000001") + b"x"  # Response ID 10, which the client never used
+
+
+def _client_findings(tmp_path, moves, closes=("client", "server"), suite: str = "server"):
+    conn = capture._Conn(CLIENT, SERVER, 10.0, suite)
+    t = 10.0
+    for side, data in [("client", NEGOTIATE), ("server", NEGOTIATED), *moves, *((side, "FIN") for side in closes)]:
+        t += 0.01
+        conn.events.append((t, side, data))
+    recorder = capture.Recorder()
+    recorder.conns.append(conn)
+    path = tmp_path / "run.pcapng"
+    capture.write(recorder, path)
+    result = check_file(path, {SERVER[1]: "stmp"}, None, {})
+    assert result.problems == []
+    return [f.requirement for f in result.findings if f.sender == "client"]
+
+
+def test_a_test_client_closing_on_a_stray_response_with_its_request_unanswered(tmp_path):
+    assert _client_findings(tmp_path, [("client", ECHO), ("server", STRAY)]) == ["stmp-response-fields"]
+
+
+def test_what_is_not_judged(tmp_path):
+    # the answer came before the close; no stray (the request-timeout case closes with its request unanswered)
+    assert _client_findings(tmp_path, [("client", ECHO), ("server", STRAY), ("server", ANSWER)]) == []
+    assert _client_findings(tmp_path, [("client", ECHO)]) == []
+    # the server closed first; the suite was the client (its own cases close as they like)
+    assert _client_findings(tmp_path, [("client", ECHO), ("server", STRAY)], closes=("server", "client")) == []
+    assert _client_findings(tmp_path, [("client", ECHO), ("server", STRAY)], suite="client") == []
