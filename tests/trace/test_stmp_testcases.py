@@ -17,17 +17,20 @@ ANSWER = bytes.fromhex("e8" "0009" "00" "00000009") + b"stmp echo"  # Response I
 STRAY = bytes.fromhex("e8" "000a" "00" "00000001") + b"x"  # Response ID 10, which the client never used
 
 
-def _client_findings(tmp_path, moves, closes=("client", "server"), suite: str = "server"):
+def _client_findings(tmp_path, moves, closes=("client", "server"), suite: str = "server", gaps=None, params=None):
+    """Findings against the client: the negotiation, ``moves`` and the FINs of ``closes``, 10 ms apart
+    but for ``gaps`` (index among moves and closes -> seconds before it)."""
     conn = capture._Conn(CLIENT, SERVER, 10.0, suite)
-    t = 10.0
-    for side, data in [("client", NEGOTIATE), ("server", NEGOTIATED), *moves, *((side, "FIN") for side in closes)]:
-        t += 0.01
+    conn.events += [(10.01, "client", NEGOTIATE), (10.02, "server", NEGOTIATED)]
+    t = 10.02
+    for i, (side, data) in enumerate([*moves, *((side, "FIN") for side in closes)]):
+        t += (gaps or {}).get(i, 0.01)
         conn.events.append((t, side, data))
     recorder = capture.Recorder()
     recorder.conns.append(conn)
     path = tmp_path / "run.pcapng"
     capture.write(recorder, path)
-    result = check_file(path, {SERVER[1]: "stmp"}, None, {})
+    result = check_file(path, {SERVER[1]: "stmp"}, None, params or {})
     assert result.problems == []
     return [f.requirement for f in result.findings if f.sender == "client"]
 
@@ -43,3 +46,29 @@ def test_what_is_not_judged(tmp_path):
     # the server closed first; the suite was the client (its own cases close as they like)
     assert _client_findings(tmp_path, [("client", ECHO), ("server", STRAY)], closes=("server", "client")) == []
     assert _client_findings(tmp_path, [("client", ECHO), ("server", STRAY)], suite="client") == []
+
+
+PING = bytes([0x00])  # KIND ping, ENCODING 0: the whole message
+ONE_S = {"heartbeat_interval_ms": 1000}  # the heartbeat case's first Ping owed within 2 x 1 s + 3 s
+
+
+def test_a_test_client_silent_after_the_negotiation_past_the_first_ping_window(tmp_path):
+    # the suite gave up on the Ping 5 s after its Ok and closed
+    assert _client_findings(tmp_path, [], closes=("server", "client"), gaps={0: 5.01},
+                            params=ONE_S) == ["stmp-heartbeat-send"]
+    assert _client_findings(tmp_path, [], closes=("server", "client"), gaps={0: 4.9}, params=ONE_S) == []
+    # 2 x 5 s + 3 s by default; --time-scale 2 (the recorded expect_ms doubled) doubles the window
+    assert _client_findings(tmp_path, [], closes=("server", "client"), gaps={0: 12.9}) == []
+    assert _client_findings(tmp_path, [], closes=("server", "client"), gaps={0: 13.01}) == ["stmp-heartbeat-send"]
+    assert _client_findings(tmp_path, [], closes=("server", "client"), gaps={0: 13.01},
+                            params={"expect_ms": 10000}) == []
+
+
+def test_a_test_client_that_moves_is_not_silent(tmp_path):
+    assert _client_findings(tmp_path, [("client", PING)], closes=("server", "client"), gaps={0: 2.0, 1: 9.0},
+                            params=ONE_S) == []
+    assert _client_findings(tmp_path, [("client", ECHO), ("server", ANSWER)], closes=("server", "client"),
+                            gaps={2: 9.0}, params=ONE_S) == []
+    # the suite's own client is not a test client
+    assert _client_findings(tmp_path, [], closes=("server", "client"), gaps={0: 9.0}, params=ONE_S,
+                            suite="client") == []

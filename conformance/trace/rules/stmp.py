@@ -5,7 +5,11 @@ On a connection a suite capture names as the target's client (``test_client``), 
 one of the profile's client test cases, each of which closes only once it has what it waits for:
 its close with a Request still unanswered, the server still open, after the server sent a
 Response to an ID the client never used, took that Response for a reason to give up
-(stmp-response-fields: such a Response is dropped, the receiver neither fails nor closes)."""
+(stmp-response-fields: such a Response is dropped, the receiver neither fails nor closes).  Each
+case makes its first move after the negotiation at once (a Request, its close) but `heartbeat`,
+which pings at an interval no longer than the suite's heartbeat_interval_ms: a test client that
+sends nothing and stays open for twice that and 3 s more (the wait of the case that grades it,
+times --time-scale) breaks stmp-heartbeat-send, judged when a later packet proves the wait."""
 
 from __future__ import annotations
 
@@ -116,11 +120,22 @@ class Rules(Base):
         self.cut_short = False  # the client ended its stream inside a message
         self.readers: dict[str, _StreamReader] = {}
         self.stray: tuple[float, int] | None = None  # (when, ID) of a server Response to an ID the client never used
+        # a test client silent since the negotiation's Ok (when), until it moves; judged once
+        self.quiet_since: float | None = None
+        self.first_ping_window = (2 * self.interval + 3) * self.stretch()
 
     # -- frames ------------------------------------------------------------------------------
 
     def on_frame(self, side: str, frame, ts: float):
         f = frame.fields
+        if self.quiet_since is None:
+            return self._frame(side, f, ts)
+        late = self._test_client_silent(ts, f"then the {side} sent a {f['kind']}")
+        if side == "client":
+            self.quiet_since = None  # it moved
+        return late + self._frame(side, f, ts)
+
+    def _frame(self, side: str, f: dict, ts: float):
         last = self.last_sent
         # the timers only when one may have run out (this runs once per message checked)
         if ts - last["server"] > 2 * self.interval or ts - last["client"] > self.timeout + self.timeout_slack:
@@ -184,6 +199,7 @@ class Rules(Base):
             self._answered("client", 0)
             if f["status"] == _OK:
                 self.negotiation = "open"
+                self.quiet_since = ts if self.test_client else None
                 chosen = f.get("versions") or []
                 self.version = chosen[0] if len(chosen) == 1 else ""
                 if len(chosen) != 1 or self.offered and chosen[0] not in self.offered:
@@ -295,6 +311,9 @@ class Rules(Base):
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
         out = self._silent_client(ts, False)
+        if self.quiet_since is not None:
+            out += self._test_client_silent(ts, f"then the {side} closed ({how})")
+            self.quiet_since = None
         if side == "client" and self.stray is not None and "server" not in self.closed:
             out += self._closed_on_a_stray(ts, how)
         if side == "server" and "server" not in self.closed:
@@ -308,6 +327,17 @@ class Rules(Base):
                 out.append(("server", requirement,
                             f"the server kept the connection open {ts - since:.3f} s after {why}; the client closed it ({how})"))
         return out
+
+    def _test_client_silent(self, ts: float, then: str):
+        """A test client silent since the negotiation's Ok for the first-ping window, the connection open."""
+        since = self.quiet_since
+        if ts - since < self.first_ping_window or self.blind or self.closed or self.must_close is not None:
+            return []
+        self.quiet_since = None
+        return [("client", "stmp-heartbeat-send",
+                 f"the client sent nothing for {ts - since:.3f} s after the negotiation's Ok while the connection was "
+                 f"open; a test case moves at once, or (heartbeat) pings at an interval no longer than the suite's "
+                 f"{self.interval:g} s; {then}")]
 
     def _closed_on_a_stray(self, ts: float, how: str):
         """A test client closing with a Request unanswered after a Response to an ID it never used."""
