@@ -97,6 +97,9 @@ EXACT = {
                 # the client's ERROR[CONNECTION_ERROR] right after a SETUP or a PAYLOAD on an unknown stream,
                 # its request-response unanswered (the case pauses silence_ms before the answer)
                 "setup-frame-closes", "unknown-stream-payload-closes",
+                # a test client's `request-response` case still open reply_ms after ERROR[APPLICATION_ERROR] or a
+                # PAYLOAD without C answered it (rules/rsocket_testcase.py, ResponseCase)
+                "stream-error-ignored", "waits-for-complete",
                 # the test service's promises (rules/rsocket_service.py; a capture of a conformance run):
                 # a channel completed without the echo of the requester's last item, an echo of the first
                 # fragment alone, a route in the routing entry not served, last-fnf with the fnf's first
@@ -240,10 +243,6 @@ UNSEEN = {
                                    "and a server may close right after its ERROR: no rule can time the client's close",
         "client/fragments-not-joined": "the client's reassembly is internal: it sends the same frames either way "
                                        "(only its exit code differs)",
-        "stream-error-ignored": "what the client makes of an ERROR on its stream is internal: it sends nothing "
-                                "either way",
-        "waits-for-complete": "the client treats a response without C as complete or not internally: it sends "
-                              "nothing either way",
         "no-request-n": "the profile's `stream` test case asks for two more once it has taken the two items, but "
                         "when it takes them is internal: a client that has not asked yet is a stall, and its "
                         "connection ends only when the run gives up on it",

@@ -104,3 +104,41 @@ def test_a_setup_error_before_the_server_served_anything_may_end_the_connection(
     events = [("client", 0, SETUP), ("client", 0.01, STREAM_RANGE_5), ("server", 0.02, LATE_SETUP_ERROR),
               ("server", 0.03, item(0)), ("client", 0.04, "FIN")]
     assert both_ways(*events) == []
+
+
+# -- a test client's `request-response` case: it exits (its connection ends) once answered ---------------
+# REQUEST_RESPONSE 0x04 (type << 10 = 0x1000); ERROR 0x0B code APPLICATION_ERROR 0x201; PAYLOAD N, N|C
+REQUEST_ECHO = H("00000001" "1000") + b"echo:hello"
+APPLICATION_ERROR = H("00000001" "2c00" "00000201") + b"boom"
+ANSWER_WITHOUT_C = H("00000001" "2820") + b"hello"
+ANSWER = H("00000001" "2860") + b"hello"
+
+
+def response_case(answer: bytes, close: tuple, test_client: bool = True) -> list[tuple[str, str]]:
+    """The case answered at 0.02 s, then ``close`` ((side, seconds)); the suite waits reply_ms (2 s)."""
+    rules = rules_for("rsocket", "tcp", {"silence_ms": 300, "reply_ms": 2000}, services=True,
+                      test_client=test_client)
+    observer = Observer("rsocket", "tcp", ("127.0.0.1", 40000), ("127.0.0.1", 9000), rules)
+    offset = {"client": 0, "server": 0}
+    for side, ts, what in [("client", 0.0, SETUP), ("client", 0.01, REQUEST_ECHO), ("server", 0.02, answer)]:
+        wire = len(what).to_bytes(3, "big") + what
+        observer.data(side, ts, offset[side], wire)
+        offset[side] += len(wire)
+    observer.end(close[0], close[1], "FIN")
+    observer.finish()
+    return [(f.sender, f.requirement) for f in observer.findings if f.sender == "client"]
+
+
+def test_a_test_client_still_open_a_reply_wait_after_its_answer():
+    # the suite gave up on its exit 2 s after the answer and closed
+    assert response_case(APPLICATION_ERROR, ("server", 2.03)) == [("client", "rsocket-application-error-stream")]
+    assert response_case(ANSWER_WITHOUT_C, ("server", 2.03)) == [("client", "rsocket-response-payload-complete")]
+    # its own close that late is as late
+    assert response_case(ANSWER_WITHOUT_C, ("client", 2.5)) == [("client", "rsocket-response-payload-complete")]
+
+
+def test_what_the_request_response_case_does_not_judge():
+    assert response_case(APPLICATION_ERROR, ("server", 1.9)) == []  # within the wait
+    assert response_case(ANSWER_WITHOUT_C, ("client", 0.05)) == []  # it exited at once
+    assert response_case(ANSWER, ("server", 2.03)) == []  # a plain answer: only the case is broken
+    assert response_case(APPLICATION_ERROR, ("server", 2.03), test_client=False) == []  # the suite's client

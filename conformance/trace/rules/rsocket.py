@@ -56,7 +56,7 @@ from conformance.protocols.base import Frame
 from conformance.protocols.rsocket import RSocketReader
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.rsocket_service import FNF_KEY, TestService
-from conformance.trace.rules.rsocket_testcase import StreamCase
+from conformance.trace.rules.rsocket_testcase import ResponseCase, StreamCase
 
 _REQUESTS = frozenset({"REQUEST_RESPONSE", "REQUEST_FNF", "REQUEST_STREAM", "REQUEST_CHANNEL"})
 _PARITY = {"client": "odd", "server": "even"}
@@ -245,6 +245,8 @@ class Rules(Base):
         self.mentioned: set = set()  # every stream id any frame (or fragment) of either side carried so far
         self.service = TestService()  # judged only when ``services`` is on (read per frame: set after __init__)
         self.stream_case = StreamCase()  # the client's `stream` test case, likewise
+        self.response_case = ResponseCase()  # a test client's `request-response` case (``test_client``)
+        self.reply = self.adapter_wait("reply_ms", 3000)  # the suite's wait for a test client's exit
 
     def new_reader(self, side: str):
         self.readers[side] = _Reader(self.transport, self.monitor, _SIDE[side], self.session, self.mentioned)
@@ -254,7 +256,7 @@ class Rules(Base):
 
     def on_frame(self, side: str, frame, ts: float):
         f = frame.fields
-        stalled = self._stalls(ts)  # this packet proves the connection open until now
+        stalled = self._stalls(ts) + self._case_stalled(ts)  # this packet proves the connection open until now
         self.last_ts = max(self.last_ts, ts)
         if self.session["resumable"]:
             self._resumption(side, f, ts)
@@ -272,7 +274,7 @@ class Rules(Base):
         if f["type"] == "INVALID":
             self.service.forget(f["stream"])
             out += self._invalid(side, f, ts, first)
-            self._testcase(side, f, first_request)
+            self._testcase(side, f, first_request, ts)
             return out
         out += self._stream(side, f, ts)
         if f["type"] == "ERROR":
@@ -287,7 +289,7 @@ class Rules(Base):
             self.ignorable[peer] = _Ignorable(_UNACCOUNTED, "an EXT with I set", ts)
         if self.services:
             out += self.service.on_frame(side, f, ts, self.where(), self.cut)
-        self._testcase(side, f, first_request)
+        self._testcase(side, f, first_request, ts)
         return out
 
     def _stalls(self, ts: float) -> list:
@@ -299,10 +301,23 @@ class Rules(Base):
             return []  # each of these holds for the rest of the connection once it holds
         return self.service.stalls(ts, self.expect)
 
-    def _testcase(self, side: str, f, first_request: bool) -> None:
-        """The client role's `stream` test case (rsocket_testcase.py): only for a conformance run's capture."""
+    def _case_stalled(self, ts: float) -> list:
+        """A test client still open ``reply`` after its `request-response` case was answered (rsocket_testcase.py)."""
+        if not self.test_client or any(self.cut.values()) or self.ended["client"] is not None:
+            return []
+        found = self.response_case.stalled(ts, self.reply)
+        return [("client", *found)] if found else []
+
+    def _testcase(self, side: str, f, first_request: bool, ts: float) -> None:
+        """The client role's `stream` test case (rsocket_testcase.py): only for a conformance run's capture;
+        `request-response` only for a test client."""
         if not self.services:
             return
+        if self.test_client:
+            if side == "client":
+                self.response_case.client(f, first_request and self.set_up)
+            else:
+                self.response_case.server(f, ts)
         if side == "client":
             self.stream_case.client(f, first_request and self.set_up)
             if self.fact is not None and self.fact["kind"] == "SETUP" and self.stream_case.taken > self.fact["taken"]:
@@ -436,7 +451,7 @@ class Rules(Base):
         return []
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
-        stalled = self._stalls(ts)  # the close proves the connection open until now
+        stalled = self._stalls(ts) + self._case_stalled(ts)  # the close proves the connection open until now
         self.ended[side] = ts
         self.last_ts = max(self.last_ts, ts)
         ignored = self.ignorable[side]

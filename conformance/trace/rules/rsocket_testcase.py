@@ -21,11 +21,21 @@ connection is established, a SETUP, an EXT with I, ...) followed by nothing but 
 then the client's close (FIN) within the rules' reaction time, with the stream still open and
 the server's side open: the close answers the frame to ignore.  A client frame in between (its
 move went on), any other server frame, a second request, or a gap ends the judging of that frame.
+
+On a connection a suite capture names as the target's client (``Rules.test_client``), the
+`request-response` test case (its first request a REQUEST_RESPONSE) exits as soon as its request
+is answered, and its exit ends the connection; the suite waits ``reply_ms`` for it.  A later packet
+``reply_ms`` or more after the answer, with the client's side still open, proves it did not take
+that answer as the end (``ResponseCase``): filed under what the answer exercised, an ERROR
+[APPLICATION_ERROR] on the stream (rsocket-application-error-stream) or a PAYLOAD with N and no C
+(rsocket-response-payload-complete); a plain answer's stall breaks only the test case.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from reference_impl.rsocket import codec
 
 #: the `stream` test case's request (the profile): data route `range:5`, initial request-n 2
 _RANGE, _ITEMS, _INITIAL_N = b"range:5", 5, 2
@@ -112,3 +122,53 @@ class StreamCase:
     def taken_why(self) -> str:
         return (f"its `stream` test case sent REQUEST_N {self.asked} time(s) on stream {self.stream}, so it had "
                 f"taken the first {2 * self.asked} items of range:5, which end at server position {self.taken}")
+
+
+#: what an answer to the `request-response` test case exercised, by kind
+_ANSWERED = {"error": "rsocket-application-error-stream", "without C": "rsocket-response-payload-complete"}
+
+
+@dataclass
+class ResponseCase:
+    """One connection's test client against the `request-response` test case."""
+
+    __test__ = False  # not a pytest class
+
+    stream: int | None = None
+    off: bool = False
+    answered: float | None = None  # when the server answered the request
+    answer: str = ""  # "error", "without C" or "complete"
+
+    def client(self, f: dict, first_request: bool) -> None:
+        kind = f["type"]
+        if kind.startswith("REQUEST_") and kind != "REQUEST_N":
+            if first_request and kind == "REQUEST_RESPONSE" and self.stream is None:
+                self.stream = f["stream"]
+            else:
+                self.off = True  # another case, or more than one request
+        elif kind in ("CANCEL", "ERROR") and f["stream"] in (self.stream, 0):
+            self.off = True
+
+    def server(self, f: dict, ts: float) -> None:
+        if self.off or self.stream is None or self.answered is not None or f.get("stream") != self.stream:
+            return
+        if f["type"] == "ERROR":
+            self.answered, self.answer = ts, "error" if f["code"] == codec.APPLICATION_ERROR else "other error"
+        elif f["type"] == "PAYLOAD" and f["next"]:
+            self.answered, self.answer = ts, "complete" if f["complete"] else "without C"
+        else:
+            self.off = True
+
+    def stalled(self, ts: float, wait: float) -> tuple[str, str] | None:
+        """(requirement, message) when ``ts`` proves the client open ``wait`` or longer after its answer."""
+        if self.off or self.answered is None or ts - self.answered < wait:
+            return None
+        self.off = True  # judged once
+        requirement = _ANSWERED.get(self.answer)
+        if requirement is None:
+            return None
+        what = ("ERROR[APPLICATION_ERROR] on its stream" if self.answer == "error"
+                else "a PAYLOAD with N and no C (the answer: C is implied)")
+        return (requirement, f"the client's `request-response` test case still had the connection open "
+                f"{ts - self.answered:.3f} s after its request on stream {self.stream} was answered with {what}: the "
+                f"case exits once answered (the suite waits {wait:g} s), so it did not take that answer as the end")
