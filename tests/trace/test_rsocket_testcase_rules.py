@@ -142,3 +142,43 @@ def test_what_the_request_response_case_does_not_judge():
     assert response_case(ANSWER_WITHOUT_C, ("client", 0.05)) == []  # it exited at once
     assert response_case(ANSWER, ("server", 2.03)) == []  # a plain answer: only the case is broken
     assert response_case(APPLICATION_ERROR, ("server", 2.03), test_client=False) == []  # the suite's client
+
+
+def events_of(test_client: bool, *events, params=None) -> list[tuple[str, str]]:
+    """Findings against the client of ``events`` ((side, seconds, frame bytes or "FIN")), the rules told
+    whether the client is a test client."""
+    rules = rules_for("rsocket", "tcp", params or {"silence_ms": 300, "expect_ms": 5000, "close_ms": 3000},
+                      services=True, test_client=test_client)
+    observer = Observer("rsocket", "tcp", ("127.0.0.1", 40000), ("127.0.0.1", 9000), rules)
+    offset = {"client": 0, "server": 0}
+    for side, ts, what in events:
+        if what == "FIN":
+            observer.end(side, ts, "FIN")
+            continue
+        wire = len(what).to_bytes(3, "big") + what
+        observer.data(side, ts, offset[side], wire)
+        offset[side] += len(wire)
+    observer.finish()
+    return [(f.sender, f.requirement) for f in observer.findings if f.sender == "client"]
+
+
+UNSUPPORTED_SETUP = H("00000000" "2c00" "00000002") + b"no"  # ERROR[UNSUPPORTED_SETUP] on stream 0
+
+
+def test_a_test_client_still_open_after_its_setup_was_rejected():
+    rejected = [("client", 0.0, SETUP), ("server", 0.01, UNSUPPORTED_SETUP)]
+    assert events_of(True, *rejected, ("server", 3.02, "FIN")) == [("client", "rsocket-client-setup-rejected")]
+    assert events_of(True, *rejected, ("server", 2.9, "FIN")) == []
+    assert events_of(True, *rejected, ("client", 0.05, "FIN")) == []
+    assert events_of(False, *rejected, ("server", 3.02, "FIN")) == []
+
+
+def test_a_test_clients_stream_case_owes_its_request_n_at_once():
+    took_two = [("client", 0.0, SETUP), ("client", 0.01, STREAM_RANGE_5), ("server", 0.02, item(0)),
+                ("server", 0.03, item(1))]
+    assert events_of(True, *took_two, ("server", 5.04, "FIN")) == [("client", "rsocket-reactive-streams")]
+    assert events_of(True, *took_two, ("server", 4.9, "FIN")) == []
+    assert events_of(True, *took_two, ("client", 1.0, REQUEST_N_2), ("server", 6.0, "FIN")) == []
+    assert events_of(False, *took_two, ("server", 5.04, "FIN")) == []
+    # one item of the two it asked for: nothing owed yet
+    assert events_of(True, *took_two[:3], ("server", 9.0, "FIN")) == []

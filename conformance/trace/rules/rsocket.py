@@ -203,6 +203,11 @@ class _Ignorable:
     ts: float
 
 
+#: the ERROR codes that reject a SETUP (Protocol.md, Error Codes)
+_SETUP_REJECTIONS = {codec.INVALID_SETUP: "INVALID_SETUP", codec.UNSUPPORTED_SETUP: "UNSUPPORTED_SETUP",
+                     codec.REJECTED_SETUP: "REJECTED_SETUP"}
+
+
 def _error_on_zero(codes) -> Callable[[dict], bool]:
     return lambda f: f["type"] == "ERROR" and f["stream"] == 0 and f["code"] in codes
 
@@ -247,6 +252,8 @@ class Rules(Base):
         self.stream_case = StreamCase()  # the client's `stream` test case, likewise
         self.response_case = ResponseCase()  # a test client's `request-response` case (``test_client``)
         self.reply = self.adapter_wait("reply_ms", 3000)  # the suite's wait for a test client's exit
+        self.close_wait = self.suite_wait("close_ms")  # ... and for its close once its SETUP is rejected
+        self.rejected: tuple[float, str] | None = None  # (when, what) the server rejected the client's SETUP
 
     def new_reader(self, side: str):
         self.readers[side] = _Reader(self.transport, self.monitor, _SIDE[side], self.session, self.mentioned)
@@ -302,10 +309,18 @@ class Rules(Base):
         return self.service.stalls(ts, self.expect)
 
     def _case_stalled(self, ts: float) -> list:
-        """A test client still open ``reply`` after its `request-response` case was answered (rsocket_testcase.py)."""
+        """A test client still open ``reply`` after its `request-response` case was answered, ``expect``
+        without the REQUEST_N its `stream` case owes, or ``close_wait`` after its SETUP was rejected
+        (rsocket_testcase.py)."""
         if not self.test_client or any(self.cut.values()) or self.ended["client"] is not None:
             return []
-        found = self.response_case.stalled(ts, self.reply)
+        found = self.response_case.stalled(ts, self.reply) or self.stream_case.request_n_stalled(ts, self.expect)
+        if found is None and self.rejected is not None and ts - self.rejected[0] >= self.close_wait:
+            since, what = self.rejected
+            self.rejected = None
+            found = ("rsocket-client-setup-rejected", f"the client kept the connection open {ts - since:.3f} s after "
+                     f"the server rejected its SETUP with {what}: a test case whose SETUP is rejected exits at once "
+                     f"(the suite waits {self.close_wait:g} s for the close)")
         return [("client", *found)] if found else []
 
     def _testcase(self, side: str, f, first_request: bool, ts: float) -> None:
@@ -325,7 +340,10 @@ class Rules(Base):
         else:
             pos = f.get("pos")
             end = pos[1] if pos is not None and not self.cut["server"] else None
-            self.stream_case.server(f, self.ignorable["client"], end)
+            self.stream_case.server(f, self.ignorable["client"], end, ts)
+            if (f["type"] == "ERROR" and f["stream"] == 0 and f["code"] in _SETUP_REJECTIONS and self.set_up
+                    and not self.served and self.test_client):
+                self.rejected = (ts, f"ERROR[{_SETUP_REJECTIONS[f['code']]}]")
 
     def _first(self, f, ts: float):
         self.first = f["type"]

@@ -28,7 +28,11 @@ is answered, and its exit ends the connection; the suite waits ``reply_ms`` for 
 ``reply_ms`` or more after the answer, with the client's side still open, proves it did not take
 that answer as the end (``ResponseCase``): filed under what the answer exercised, an ERROR
 [APPLICATION_ERROR] on the stream (rsocket-application-error-stream) or a PAYLOAD with N and no C
-(rsocket-response-payload-complete); a plain answer's stall breaks only the test case.
+(rsocket-response-payload-complete); a plain answer's stall breaks only the test case.  Likewise a
+SETUP the server rejects (ERROR[INVALID_SETUP], [UNSUPPORTED_SETUP] or [REJECTED_SETUP] on stream 0)
+ends any case: a test client still open ``close_ms`` later breaks rsocket-client-setup-rejected.
+And its `stream` case asks for more at once: a test client that has taken the items it asked for,
+range:5 not done, silent ``expect_ms`` without a REQUEST_N breaks rsocket-reactive-streams.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ class StreamCase:
     ends: list | None = field(default_factory=list)
     asked: int = 0  # the client's REQUEST_Ns of 2 so far
     taken: int = 0  # the server position the client proved it received: the end of the items it took
+    due: float | None = None  # when the item that used up the credit came: a REQUEST_N of 2 is owed
 
     def client(self, f: dict, first_request: bool) -> None:
         self.kept = None  # the client moved after it: its close is not its next move
@@ -69,6 +74,7 @@ class StreamCase:
                 self.stop()  # another request: the client runs another test case, or more than one
         elif kind == "REQUEST_N" and f["stream"] == self.stream:
             self.credit += f["n"]
+            self.due = None
             self._took(f["n"])
         elif kind in ("CANCEL", "ERROR") and f["stream"] in (self.stream, 0):
             self.stop()
@@ -86,7 +92,7 @@ class StreamCase:
             return
         self.taken = max(self.taken, self.ends[taken - 1])
 
-    def server(self, f: dict, to_ignore, end: int | None = None) -> None:
+    def server(self, f: dict, to_ignore, end: int | None = None, ts: float = 0.0) -> None:
         """``to_ignore``: the _Ignorable this frame gave the client, or None; ``end``: the frame's
         end as the server's implied position, where the rules count it."""
         if not self.active:
@@ -95,6 +101,8 @@ class StreamCase:
             self.items += 1
             if self.ends is not None:
                 self.ends.append(end)
+            if self.items == self.credit:
+                self.due = ts
             return
         if f["type"] in ("PAYLOAD", "ERROR") and f["stream"] == self.stream:
             self.stop()  # the stream's end (or an item the test case may stop on): the client may close
@@ -107,7 +115,18 @@ class StreamCase:
                 and bytes(f.get("data") or b"") == str(self.items).encode())
 
     def stop(self) -> None:
-        self.active, self.off, self.kept = False, True, None
+        self.active, self.off, self.kept, self.due = False, True, None, None
+
+    def request_n_stalled(self, ts: float, wait: float) -> tuple[str, str] | None:
+        """(requirement, message) when ``ts`` proves a test client silent ``wait`` or longer with the
+        credit it asked for used up and items of range:5 still to come (the case asks for more at once)."""
+        if not self.active or self.due is None or ts - self.due < wait:
+            return None
+        due, self.due = self.due, None
+        return ("rsocket-reactive-streams", f"the client's `stream` test case sent no REQUEST_N for "
+                f"{ts - due:.3f} s after it had all {self.items} items it asked for on stream {self.stream}, with "
+                f"{_ITEMS - self.items} of range:5 to come: the case asks for 2 more at once (the suite waits "
+                f"{wait:g} s)")
 
     def closed(self, ts: float, reaction: float, server_ended: bool) -> tuple[str, str] | None:
         """The client closed (FIN) at ts: (requirement, message) if the close answers a frame to ignore."""
