@@ -53,6 +53,8 @@ EXACT = {
     "rsio": {  # the test clients' cases (rules/rsio_testcases.py): after test/error's onError, or test/large's
              # element in parts and onComplete, the client closes without the goodbye that ends its case
              "on-error-ignored", "parts-not-joined", "empty-last-part-skipped",
+             # ... and closes right after its own goodbye, before the suite's answer (at least silence_ms)
+             "goodbye-no-wait",
              "past-demand", "wrong-version-no-goodbye", "no-close-after-goodbye", "no-goodbye-reply",
              "uses-unlisted-extension", "ignores-cancel", "accepts-request-zero", "mislabels-parts",
              "id-in-use-replaced", "hello-version-1", "accepts-any-version", "ignores-unknown-type",
@@ -170,14 +172,11 @@ UNSEEN = {
                                        "allowed and its reason is free text",
         "hello-count-u8": "the server misreads a valid clientHello, says goodbye and closes at once: a goodbye is "
                           "always allowed, its reason is free text, and a side bounds its wait for the answer as "
-                          "it likes (the profile names no minimum; see goodbye-no-wait). Pinning that the test "
+                          "it likes (the profile pins a minimum for the test clients only). Pinning that the test "
                           "service answers every valid clientHello with its serverHello would not help: its "
                           "serverHello does come (sent at accept, before it reads the clientHello), the goodbye "
                           "only after the case's subscribe; and a goodbye to valid bytes does not prove a "
                           "misread framing (rsio-message-framing, the case's requirement) over a side giving up",
-        "goodbye-no-wait": "a side may close right after its goodbye (one owed for invalid bytes or a wrong version "
-                           "closes at once) and may bound its wait for the answer: the capture cannot tell the "
-                           "client that did not wait from those",
     },
     "micromessage2": {
         "fan-out-to-one": "the suite reads the first subscriber only after its wait on the second failed: the "

@@ -119,3 +119,12 @@ def test_a_stream_not_served_as_the_test_service_does_is_not_judged(tmp_path):
     assert _client_findings(tmp_path, [("client", SUB_ERROR), ("client", SUB_FIXED), *FIXED[1:]]) == []
     # (the client then closes without answering the server's goodbye: that rule, not the case's)
     assert _client_findings(tmp_path, [*ERROR, ("server", GOODBYE)]) == ["rsio-goodbye-orderly"]
+
+
+def test_a_test_client_waits_for_the_answer_to_its_goodbye(tmp_path):
+    # the profile's hello case: goodbye once the serverHello came, then the server's goodbye, then the close
+    assert _client_findings(tmp_path, [("client", GOODBYE)], quiet=0.01) == ["rsio-goodbye-orderly"]
+    # waited at least the run's silence_ms (unrecorded here: the shorter of the adapter's, 300 ms)
+    assert _client_findings(tmp_path, [("client", GOODBYE)], quiet=0.35) == []
+    assert _client_findings(tmp_path, [("client", GOODBYE), ("server", GOODBYE)]) == []
+    assert _client_findings(tmp_path, [("client", GOODBYE)], quiet=0.01, suite="client") == []

@@ -16,7 +16,8 @@ codec; split parts shown one by one as well), then the draft's rules a capture s
   2^63-1 (_stalled);
 * on a connection a suite capture names as the target's client (``test_client``), the goodbye
   that ends a `fixed`, `large` or `error` test case once its stream was served
-  (rsio_testcases.py).
+  (rsio_testcases.py), and a test client's wait after its own goodbye for the server's (at least
+  silence_ms, as client-waits-for-goodbye gives it).
 
 A side that must answer is judged by what it sends next only where nothing it sent earlier can
 still be in flight; else by the close: it closed without the goodbye, or the peer closed a
@@ -102,6 +103,11 @@ class Rules(Base):
         self.transfer = self.suite_wait("transfer_ms")
         self.testcase = TestCase()  # the test client's case, judged when self.test_client
         self.expect = self.suite_wait("expect_ms")
+        # the least a test client waits for the answer to its goodbye: the run's silence_ms (the case
+        # client-waits-for-goodbye answers after it), else the shorter of the adapter's (a run against the
+        # reference uses its ref_params): never a wait the run did not give
+        self.goodbye_wait = params.get("silence_ms", min(ADAPTER.params["silence_ms"],
+                                                         ADAPTER.ref_params["silence_ms"])) / 1000
 
     def new_reader(self, side: str):
         return _Reader()
@@ -248,6 +254,12 @@ class Rules(Base):
             if side == "client" and self.testcase.owed() and not self.blind:
                 out += self._case_broken(f"{self.testcase.what()}, and the client closed ({how}) without the goodbye "
                                          "that ends the case")
+            if side == "client" and "client" in self.goodbye and peer not in self.goodbye and not self.blind \
+                    and "client" not in self.must_close and ts - self.goodbye["client"] < self.goodbye_wait:
+                out += self._once("client", "rsio-goodbye-orderly", f"the client closed ({how}) "
+                                  f"{1000 * (ts - self.goodbye['client']):.0f} ms after its goodbye, before the "
+                                  f"server's goodbye answered it: a test case waits for that answer (at least "
+                                  f"{1000 * self.goodbye_wait:.0f} ms, the run's silence_ms)")
             out += self._goodbye_overdue(ts, f"then the {side} closed ({how})")
         self.ended.setdefault(side, ts)
         if side not in self.goodbye and peer not in self.ended:
