@@ -128,3 +128,14 @@ def test_a_test_client_waits_for_the_answer_to_its_goodbye(tmp_path):
     assert _client_findings(tmp_path, [("client", GOODBYE)], quiet=0.35) == []
     assert _client_findings(tmp_path, [("client", GOODBYE), ("server", GOODBYE)]) == []
     assert _client_findings(tmp_path, [("client", GOODBYE)], quiet=0.01, suite="client") == []
+
+
+def test_a_goodbye_for_what_the_server_sent_wrong_may_close_at_once(tmp_path):
+    # test/range/10 with initialDemand 3 (the demand case, not judged here), then four elements: the client
+    # says goodbye for the element past its demand and closes at once
+    sub = bytes.fromhex("04 0d") + b"test/range/10" + bytes.fromhex("01 03")
+    elements = [("server", bytes.fromhex("08 01 08") + k.to_bytes(8, "big")) for k in range(4)]
+    moves = [("client", sub), ("server", SUBSCRIBED), *elements, ("client", GOODBYE)]
+    assert _client_findings(tmp_path, moves, quiet=0.01) == []
+    # after test/fixed/8/4 served in full, the case's goodbye waits
+    assert _client_findings(tmp_path, [*FIXED, ("client", GOODBYE)], quiet=0.01) == ["rsio-goodbye-orderly"]

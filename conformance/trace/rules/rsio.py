@@ -16,8 +16,9 @@ codec; split parts shown one by one as well), then the draft's rules a capture s
   2^63-1 (_stalled);
 * on a connection a suite capture names as the target's client (``test_client``), the goodbye
   that ends a `fixed`, `large` or `error` test case once its stream was served
-  (rsio_testcases.py), and a test client's wait after its own goodbye for the server's (at least
-  silence_ms, as client-waits-for-goodbye gives it).
+  (rsio_testcases.py), and a test client's wait after the goodbye that ends its case in order
+  (`hello`, or a judged case's stream served) for the server's (at least silence_ms, as
+  client-waits-for-goodbye gives it): a goodbye for something the server sent wrong may close at once.
 
 A side that must answer is judged by what it sends next only where nothing it sent earlier can
 still be in flight; else by the close: it closed without the goodbye, or the peer closed a
@@ -255,7 +256,8 @@ class Rules(Base):
                 out += self._case_broken(f"{self.testcase.what()}, and the client closed ({how}) without the goodbye "
                                          "that ends the case")
             if side == "client" and "client" in self.goodbye and peer not in self.goodbye and not self.blind \
-                    and "client" not in self.must_close and ts - self.goodbye["client"] < self.goodbye_wait:
+                    and "client" not in self.must_close and self.testcase.ends_in_order() \
+                    and ts - self.goodbye["client"] < self.goodbye_wait:
                 out += self._once("client", "rsio-goodbye-orderly", f"the client closed ({how}) "
                                   f"{1000 * (ts - self.goodbye['client']):.0f} ms after its goodbye, before the "
                                   f"server's goodbye answered it: a test case waits for that answer (at least "

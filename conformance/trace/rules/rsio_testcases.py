@@ -40,11 +40,13 @@ class TestCase:
     parts: bool = False  # an element came joined from parts
     served: float | None = None  # when the stream ended as the test service ends it
     said_goodbye: bool = False
+    subscribed_any: bool = False  # the client subscribed (to anything)
 
     def client(self, f: dict, kind: str) -> None:
         if kind == "goodbye":
             self.said_goodbye = True
         elif kind == "subscribe":
+            self.subscribed_any = True
             case = _CASES.get((f["publisher"], f["initialDemand"]))
             if self.name or case is None:
                 self.off = True  # a second subscribe, or a case not judged here
@@ -80,6 +82,11 @@ class TestCase:
     def owed(self) -> bool:
         """The goodbye is owed: the stream was served as promised and the client has not said it."""
         return not self.off and self.served is not None and not self.said_goodbye
+
+    def ends_in_order(self) -> bool:
+        """The client's goodbye ends its case as the profile says (``hello``: no subscribe; or its judged
+        stream served as promised), not a goodbye for something the server sent wrong."""
+        return not self.subscribed_any or self.served is not None and not self.off
 
     def requirement(self) -> str | None:
         """What the stream exercised; None for a plain element (the case's promise alone is broken)."""
