@@ -30,8 +30,11 @@ def item(k: int, complete: bool = False) -> bytes:
 
 def findings(*events, services: bool = True) -> list[tuple[str, str]]:
     """events: (side, seconds, frame bytes) or (side, seconds, "FIN") on one TCP connection."""
-    rules = rules_for("rsocket", "tcp", {"silence_ms": 300})
-    rules.services = services
+    return observed(rules_for("rsocket", "tcp", {"silence_ms": 300}, services=services), events)
+
+
+def observed(rules, events) -> list[tuple[str, str]]:
+    """The findings ``rules`` give for ``events`` (as ``findings`` takes them)."""
     observer = Observer("rsocket", "tcp", ("127.0.0.1", 40000), ("127.0.0.1", 9000), rules)
     offset = {"client": 0, "server": 0}
     for side, ts, what in events:
@@ -118,15 +121,8 @@ def response_case(answer: bytes, close: tuple, test_client: bool = True) -> list
     """The case answered at 0.02 s, then ``close`` ((side, seconds)); the suite waits reply_ms (2 s)."""
     rules = rules_for("rsocket", "tcp", {"silence_ms": 300, "reply_ms": 2000}, services=True,
                       test_client=test_client)
-    observer = Observer("rsocket", "tcp", ("127.0.0.1", 40000), ("127.0.0.1", 9000), rules)
-    offset = {"client": 0, "server": 0}
-    for side, ts, what in [("client", 0.0, SETUP), ("client", 0.01, REQUEST_ECHO), ("server", 0.02, answer)]:
-        wire = len(what).to_bytes(3, "big") + what
-        observer.data(side, ts, offset[side], wire)
-        offset[side] += len(wire)
-    observer.end(close[0], close[1], "FIN")
-    observer.finish()
-    return [(f.sender, f.requirement) for f in observer.findings if f.sender == "client"]
+    events = [("client", 0.0, SETUP), ("client", 0.01, REQUEST_ECHO), ("server", 0.02, answer), (*close, "FIN")]
+    return [found for found in observed(rules, events) if found[0] == "client"]
 
 
 def test_a_test_client_still_open_a_reply_wait_after_its_answer():
@@ -149,17 +145,7 @@ def events_of(test_client: bool, *events, params=None) -> list[tuple[str, str]]:
     whether the client is a test client."""
     rules = rules_for("rsocket", "tcp", params or {"silence_ms": 300, "expect_ms": 5000, "close_ms": 3000},
                       services=True, test_client=test_client)
-    observer = Observer("rsocket", "tcp", ("127.0.0.1", 40000), ("127.0.0.1", 9000), rules)
-    offset = {"client": 0, "server": 0}
-    for side, ts, what in events:
-        if what == "FIN":
-            observer.end(side, ts, "FIN")
-            continue
-        wire = len(what).to_bytes(3, "big") + what
-        observer.data(side, ts, offset[side], wire)
-        offset[side] += len(wire)
-    observer.finish()
-    return [(f.sender, f.requirement) for f in observer.findings if f.sender == "client"]
+    return [found for found in observed(rules, events) if found[0] == "client"]
 
 
 UNSUPPORTED_SETUP = H("00000000" "2c00" "00000002") + b"no"  # ERROR[UNSUPPORTED_SETUP] on stream 0

@@ -255,13 +255,8 @@ class Rules(Base):
             if side == "client" and self.testcase.owed() and not self.blind:
                 out += self._case_broken(f"{self.testcase.what()}, and the client closed ({how}) without the goodbye "
                                          "that ends the case")
-            if side == "client" and "client" in self.goodbye and peer not in self.goodbye and not self.blind \
-                    and "client" not in self.must_close and self.testcase.ends_in_order() \
-                    and ts - self.goodbye["client"] < self.goodbye_wait:
-                out += self._once("client", "rsio-goodbye-orderly", f"the client closed ({how}) "
-                                  f"{1000 * (ts - self.goodbye['client']):.0f} ms after its goodbye, before the "
-                                  f"server's goodbye answered it: a test case waits for that answer (at least "
-                                  f"{1000 * self.goodbye_wait:.0f} ms, the run's silence_ms)")
+            if side == "client":
+                out += self._goodbye_unwaited(ts, how)
             out += self._goodbye_overdue(ts, f"then the {side} closed ({how})")
         self.ended.setdefault(side, ts)
         if side not in self.goodbye and peer not in self.ended:
@@ -312,6 +307,16 @@ class Rules(Base):
             return []
         return self._case_broken(f"{case.what()}, and the client sent no goodbye in {ts - case.served:.3f} s "
                                  f"(the suite waits {self.expect:g} s for it); {then}")
+
+    def _goodbye_unwaited(self, ts: float, how: str):
+        """A test client closing sooner than ``goodbye_wait`` after the goodbye that ends its case, unanswered."""
+        since = self.goodbye.get("client")
+        if since is None or "server" in self.goodbye or self.blind or "client" in self.must_close \
+                or not self.testcase.ends_in_order() or ts - since >= self.goodbye_wait:
+            return []
+        return self._once("client", "rsio-goodbye-orderly", f"the client closed ({how}) {1000 * (ts - since):.0f} ms "
+                          "after its goodbye, before the server's goodbye answered it: a test case waits for that "
+                          f"answer (at least {1000 * self.goodbye_wait:.0f} ms, the run's silence_ms)")
 
     def _case_broken(self, message: str):
         self.testcase.off = True  # judged once

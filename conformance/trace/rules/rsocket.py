@@ -53,7 +53,7 @@ from reference_impl.rsocket.monitor import Side, WireMonitor
 from reference_impl.rsocket.resume import POSITIONED
 
 from conformance.protocols.base import Frame
-from conformance.protocols.rsocket import RSocketReader
+from conformance.protocols.rsocket import ADAPTER, RSocketReader
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.rsocket_service import FNF_KEY, TestService
 from conformance.trace.rules.rsocket_testcase import ResponseCase, StreamCase
@@ -251,7 +251,8 @@ class Rules(Base):
         self.service = TestService()  # judged only when ``services`` is on (read per frame: set after __init__)
         self.stream_case = StreamCase()  # the client's `stream` test case, likewise
         self.response_case = ResponseCase()  # a test client's `request-response` case (``test_client``)
-        self.reply = self.adapter_wait("reply_ms", 3000)  # the suite's wait for a test client's exit
+        # the suite's wait for a test client's exit
+        self.reply = self.adapter_wait("reply_ms", ADAPTER.params["reply_ms"])
         self.close_wait = self.suite_wait("close_ms")  # ... and for its close once its SETUP is rejected
         self.rejected: tuple[float, str] | None = None  # (when, what) the server rejected the client's SETUP
 
