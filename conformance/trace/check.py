@@ -12,8 +12,7 @@ from pathlib import Path
 
 from conformance.trace.findings import Finding, Note
 from conformance.trace.observer import Observer
-from conformance.trace.packets import (CaptureProblem, ReadStats, read_segments, recorded_target_clients,
-                                       recorded_waits, written_by_suite)
+from conformance.trace.packets import CaptureProblem, ReadStats, SuiteHeader, read_segments, suite_header
 from conformance.trace.rules import rules_for
 from conformance.trace.tcp import CLIENT, Reassembler
 
@@ -26,21 +25,18 @@ TEST_SERVICES = ("auto", "on", "off")
 def services_for(path: Path, mode: str) -> bool:
     """``mode`` of --test-services for one file: "auto" is on only for a capture `conformance run
     --pcap` wrote (its peers were asked only for the test services), off for any other traffic."""
+    return judged_by(path, mode)[0]
+
+
+def judged_by(path: Path, mode: str) -> tuple[bool, SuiteHeader]:
+    """Whether the test services hold for ``path`` (services_for), and, when they do, what its suite
+    header records (the run's waits, the target's client connections; empty for another capture):
+    one read of the header per file."""
     if mode not in TEST_SERVICES:
         raise ValueError(f"--test-services {mode!r}: one of {', '.join(TEST_SERVICES)}")
-    return mode == "on" or mode == "auto" and written_by_suite(path)
-
-
-def params_for(path: Path, params: dict[str, int], services: bool) -> dict[str, int]:
-    """The waits and timers the rules judge ``path`` by: with the test services on, the run's own
-    waits a suite capture records (packets.recorded_waits), under the user's --param values."""
-    return {**recorded_waits(path), **params} if services else params
-
-
-def target_clients_for(path: Path, services: bool) -> frozenset[str]:
-    """The connections whose client was the target (a client-role case), as a suite capture records
-    them (packets.recorded_target_clients): judged by the test cases' promises with the services on."""
-    return recorded_target_clients(path) if services else frozenset()
+    header = suite_header(path) if mode != "off" else None
+    services = mode == "on" or mode == "auto" and header is not None
+    return services, header if services and header is not None else SuiteHeader()
 
 
 @dataclass
@@ -124,7 +120,7 @@ def check_segments(segments, result: FileResult, protocol_of_port: dict[int, str
     each connection's findings are collected as it closes, and its state let go.  ``keys``: the
     key log's session keys (keylog.KeyLog), for the rules that open encrypted sessions;
     ``services``: the test services' promises hold (services_for); ``target_clients``: the
-    connections whose client was the target (target_clients_for)."""
+    connections whose client was the target (judged_by)."""
     sinks = _Sinks(protocol_of_port, default, params, keys, services, target_clients)
 
     def done(conn) -> None:
@@ -146,11 +142,10 @@ def check_file(path: Path, protocol_of_port: dict[int, str], default: str | None
                params: dict[str, int], keys=None, test_services: str = "auto") -> FileResult:
     """``test_services``: --test-services's mode (services_for)."""
     result = FileResult(path)
-    services = services_for(path, test_services)
+    services, header = judged_by(path, test_services)
     try:
         sinks = check_segments(read_segments(path, result.stats), result, protocol_of_port, default,
-                               params_for(path, params, services), keys, services,
-                               target_clients_for(path, services))
+                               header.params_under(params), keys, services, header.target_clients)
     except CaptureProblem as exc:
         result.problems.append(str(exc))
         return result

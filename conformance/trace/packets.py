@@ -150,10 +150,40 @@ def written_by_suite(path: Path) -> bool:
     return _suite_header_options(path) is not None
 
 
-def _recorded(path: Path, prefix: str):
-    """The JSON value after ``prefix`` in a comment of the section header `conformance run --pcap`
-    wrote; None for any other file, no such comment, or one that does not parse."""
-    for option in _suite_header_options(path) or []:
+@dataclass(frozen=True)
+class SuiteHeader:
+    """What the section header of a capture `conformance run --pcap` wrote records beside its
+    marker: the run's waits (ms, after --param and --time-scale; capture.WAITS_COMMENT) and the
+    connections (``client -> server`` as findings name them) whose client was the target, running
+    a client-role test case against the suite (capture.TARGET_CLIENTS_COMMENT).  A comment that is
+    missing or malformed gives none."""
+
+    waits: dict[str, int] = field(default_factory=dict)
+    target_clients: frozenset[str] = frozenset()
+
+    def params_under(self, params: dict[str, int]) -> dict[str, int]:
+        """The recorded waits under ``params`` (a user's --param wins)."""
+        return {**self.waits, **params}
+
+
+def suite_header(path: Path) -> SuiteHeader | None:
+    """The file's SuiteHeader, one read of its section header; None for a file the suite did not write."""
+    from conformance.trace.capture import TARGET_CLIENTS_COMMENT, WAITS_COMMENT
+
+    options = _suite_header_options(path)
+    if options is None:
+        return None
+    waits, names = _json_after(options, WAITS_COMMENT), _json_after(options, TARGET_CLIENTS_COMMENT)
+    valid_waits = isinstance(waits, dict) and all(isinstance(k, str) and type(v) is int and v >= 0
+                                                  for k, v in waits.items())
+    valid_names = isinstance(names, list) and all(isinstance(n, str) for n in names)
+    return SuiteHeader(waits if valid_waits else {}, frozenset(names) if valid_names else frozenset())
+
+
+def _json_after(options: list, prefix: str):
+    """The JSON value after ``prefix`` in the first of ``options`` that is a comment starting with it;
+    None where there is none or it does not parse."""
+    for option in options:
         text = getattr(option, "text", None) or ""
         if option.code == dpkt.pcapng.PCAPNG_OPT_COMMENT and text.startswith(prefix):
             try:
@@ -164,27 +194,17 @@ def _recorded(path: Path, prefix: str):
 
 
 def recorded_waits(path: Path) -> dict[str, int]:
-    """The run's waits (ms) a capture `conformance run --pcap` wrote carries in a comment of its
-    section header (capture.WAITS_COMMENT), after --param and --time-scale; {} for any other file,
-    or one whose comment does not parse."""
-    from conformance.trace.capture import WAITS_COMMENT
-
-    waits = _recorded(path, WAITS_COMMENT)
-    if isinstance(waits, dict) and all(isinstance(k, str) and type(v) is int and v >= 0 for k, v in waits.items()):
-        return waits
-    return {}
+    """The run's waits (ms) a capture `conformance run --pcap` wrote records (SuiteHeader.waits); {} for
+    any other file, or one whose comment does not parse."""
+    header = suite_header(path)
+    return header.waits if header is not None else {}
 
 
 def recorded_target_clients(path: Path) -> frozenset[str]:
-    """The connections (``client -> server`` as findings name them) whose client was the target,
-    running a client-role test case against the suite, as a capture `conformance run --pcap` wrote
-    records them (capture.TARGET_CLIENTS_COMMENT); empty for any other file, or a malformed list."""
-    from conformance.trace.capture import TARGET_CLIENTS_COMMENT
-
-    names = _recorded(path, TARGET_CLIENTS_COMMENT)
-    if isinstance(names, list) and all(isinstance(n, str) for n in names):
-        return frozenset(names)
-    return frozenset()
+    """The connections whose client was the target, as a capture `conformance run --pcap` wrote records
+    them (SuiteHeader.target_clients); empty for any other file, or a malformed list."""
+    header = suite_header(path)
+    return header.target_clients if header is not None else frozenset()
 
 
 def read_segments(path: Path, stats: ReadStats) -> Iterator[Segment]:

@@ -28,8 +28,8 @@ from collections import Counter
 from pathlib import Path
 
 from conformance.record_format import SCHEMA_VERSION
-from conformance.trace.check import FileResult, check_segments, services_for, target_clients_for
-from conformance.trace.packets import CaptureProblem, ReadStats, Segment, read_segments, recorded_waits
+from conformance.trace.check import FileResult, check_segments, judged_by
+from conformance.trace.packets import CaptureProblem, ReadStats, Segment, read_segments
 
 _PROBLEM = "~problem"  # key of a file's problem lines, sorted apart from connections
 #: capture bytes per partition of the sorted connections (fewer, larger sorts spill more)
@@ -53,9 +53,8 @@ def _partitions(on_disk: list[tuple[str, str]], remote: list[str], parallelism: 
 
 def _segments_of(path: str, local: Path | None, data: bytes | None, test_services: str = "auto"):
     """(key, value) pairs of one capture: per segment ((file, endpoints, index), segment, whether
-    the test services hold for the file (check.services_for, which reads the file's header), the
-    waits it records (a tuple of pairs: packets.recorded_waits) and the connections whose client was
-    the target (check.target_clients_for)), and per problem ((_PROBLEM, file, 0), message)."""
+    the test services hold for the file and what its suite header records (check.judged_by, one read
+    of the file's header)), and per problem ((_PROBLEM, file, 0), message)."""
     spool = None
     if local is None:
         spool = tempfile.NamedTemporaryFile(suffix=".pcap", delete=False)
@@ -63,16 +62,13 @@ def _segments_of(path: str, local: Path | None, data: bytes | None, test_service
         spool.close()
         local = Path(spool.name)
     stats = ReadStats()
-    services = services_for(local, test_services)
-    # one tuple for the whole file: the batches the shuffle pickles hold it once
-    waits = tuple(sorted(recorded_waits(local).items())) if services else ()
-    clients = target_clients_for(local, services)
+    # one header object for the whole file: the batches the shuffle pickles hold it once
+    services, header = judged_by(local, test_services)
     try:
         for index, seg in enumerate(read_segments(local, stats)):
             # a plain tuple: the shuffle pickles it several times faster than the dataclass
             yield (path, tuple(sorted((seg.src, seg.dst))), index), (seg.ts, seg.src, seg.dst, seg.seq, seg.flags,
-                                                                      seg.payload, seg.missing, services, waits,
-                                                                      clients)
+                                                                      seg.payload, seg.missing, services, header)
         problems = stats.problems
         if stats.packets and not stats.tcp:
             problems = problems + [f"{path}: {stats.packets} packets, none of them TCP: nothing to check"]
@@ -104,9 +100,10 @@ def _check_partition(pairs, ports: dict[int, str], default: str | None, params: 
         path = connection[0]
         result = FileResult(Path(path))
         first = next(items)
-        services, waits, clients = first[1][-3:]  # the same for every segment of the file
-        check_segments((Segment(*seg[:-3]) for _, seg in chain([first], items)), result, ports, default,
-                       {**dict(waits), **params}, keys.value if keys is not None else None, services, clients)
+        services, header = first[1][-2:]  # the same for every segment of the file
+        check_segments((Segment(*seg[:-2]) for _, seg in chain([first], items)), result, ports, default,
+                       header.params_under(params), keys.value if keys is not None else None, services,
+                       header.target_clients)
         frames, connections = frames + result.frames, connections + result.connections
         yield from (record_of(x, run=run, time=time, source=path, implementation=impl)
                     for x in [*result.findings, *result.notes])

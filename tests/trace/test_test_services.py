@@ -137,7 +137,7 @@ def test_the_spark_partitions_give_the_rules_the_same_flag(tmp_path, made, mode,
         rows += _check_partition(list(part), {9000: "stmp"}, None, {}, "run", "time", None)
     assert sum(r.get("connections", 0) for r in rows) == 2
     assert sorted(r.services for r in made) == sorted([suite, plain])
-    assert {path: services for (path, _, _), (*_, services, _waits, _clients) in pairs} == {
+    assert {path: services for (path, _, _), (*_, services, _header) in pairs} == {
         str(run): suite, str(other): plain}
 
 
