@@ -95,7 +95,7 @@ class Rules(Base):
         self.error_at: dict[str, float] = {}  # side -> when it received an ERROR frame
         self.reported: set[tuple[str, str]] = set()
         self.ended: set[str] = set()
-        self.prompt = params.get("prompt_ms", 1000) / 1000
+        self.prompt = self.suite_wait("prompt_ms")
         self.hellos: dict[str, dict] = {}  # side -> its hello's fields
         self.must_error: str | None = None  # the side answered by a hello of another major
         self.bad_list: str | None = None  # the server hello's list, a syntax error, the client must refuse

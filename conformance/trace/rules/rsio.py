@@ -95,7 +95,7 @@ class Rules(Base):
         # side -> (requirement, why, since, judged by its next frame): the side must send goodbye and close
         self.must_close: dict[str, tuple[str, str, float, bool]] = {}
         self.streams: dict[int, _Stream] = {}  # the client's subscriber Id -> its stream
-        self.prompt = params.get("prompt_ms", 1000) / 1000
+        self.prompt = self.suite_wait("prompt_ms")
         self.reported: set[tuple[str, str]] = set()
         self.ended: dict[str, float] = {}
         self.promises = ServicePromises()  # the test services' promises, judged when self.services

@@ -53,7 +53,7 @@ from reference_impl.rsocket.monitor import Side, WireMonitor
 from reference_impl.rsocket.resume import POSITIONED
 
 from conformance.protocols.base import Frame
-from conformance.protocols.rsocket import ADAPTER, RSocketReader
+from conformance.protocols.rsocket import ADAPTER, ERROR_NAMES, RSocketReader
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.rsocket_service import FNF_KEY, TestService
 from conformance.trace.rules.rsocket_testcase import ResponseCase, StreamCase
@@ -203,9 +203,8 @@ class _Ignorable:
     ts: float
 
 
-#: the ERROR codes that reject a SETUP (Protocol.md, Error Codes)
-_SETUP_REJECTIONS = {codec.INVALID_SETUP: "INVALID_SETUP", codec.UNSUPPORTED_SETUP: "UNSUPPORTED_SETUP",
-                     codec.REJECTED_SETUP: "REJECTED_SETUP"}
+#: the setup ERROR codes that reject a SETUP (Protocol.md, Error Codes; REJECTED_RESUME answers a RESUME)
+_SETUP_REJECTIONS = _SETUP_CODES - {codec.REJECTED_RESUME}
 
 
 def _error_on_zero(codes) -> Callable[[dict], bool]:
@@ -342,9 +341,6 @@ class Rules(Base):
             pos = f.get("pos")
             end = pos[1] if pos is not None and not self.cut["server"] else None
             self.stream_case.server(f, self.ignorable["client"], end, ts)
-            if (f["type"] == "ERROR" and f["stream"] == 0 and f["code"] in _SETUP_REJECTIONS and self.set_up
-                    and not self.served and self.test_client):
-                self.rejected = (ts, f"ERROR[{_SETUP_REJECTIONS[f['code']]}]")
 
     def _first(self, f, ts: float):
         self.first = f["type"]
@@ -579,6 +575,8 @@ class Rules(Base):
         if side == "server" and stream == 0 and code in _SETUP_CODES and self.served:
             self.ignorable["client"] = _Ignorable("rsocket-client-ignores-setup-errors",
                                                   f"ERROR {code:#x} after the connection was established", ts)
+        elif side == "server" and stream == 0 and code in _SETUP_REJECTIONS and self.set_up and self.test_client:
+            self.rejected = (ts, f"ERROR[{ERROR_NAMES[code]}]")  # the test client's case ends (_case_stalled)
         return out
 
     def _keepalive(self, side: str, f):

@@ -112,7 +112,7 @@ class Rules(Base):
         self.closed: dict[str, float] = {}
         self.last_sent = {"client": 0.0, "server": 0.0}
         self.interval = params.get("heartbeat_interval_ms", 5000) / 1000
-        self.prompt = params.get("prompt_ms", 1000) / 1000
+        self.prompt = self.suite_wait("prompt_ms")
         self.timeout = params.get("heartbeat_timeout_ms", 15000) / 1000
         # a server acts on its heartbeat timeout within a heartbeat interval (its timer's tick) and the prompt
         self.timeout_slack = max(self.interval, self.prompt)
