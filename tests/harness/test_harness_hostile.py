@@ -30,12 +30,14 @@ async def _run(behaviour: str, case_id: str):
 
 @pytest.mark.parametrize("behaviour", BEHAVIOURS)
 def test_hostile_target_gets_a_grade_within_the_deadline(behaviour: str) -> None:
-    async def probes():
-        return await asyncio.gather(*(_run(behaviour, case_id) for case_id in PROBES))
-
-    for case_id, (result, elapsed, _) in zip(PROBES, asyncio.run(probes())):
+    # one probe after another: the targets flood from this process's own event loop, so three floods
+    # at once measure who gets the CPU (on a slow machine three endless-pings cases at once, taking
+    # turns through 64 KiB backlogs of one-byte pings, ended their 5 s waits after 10.4 to 10.6 s;
+    # one at a time, after 6.4 to 6.8 s)
+    for case_id in PROBES:
+        result, elapsed, _ = asyncio.run(_run(behaviour, case_id))
         assert result.grade is Grade.FAILED, (case_id, result.grade, result.message)
-        assert elapsed < CASE_DEADLINE_MS / 1000 + 2, case_id
+        assert elapsed < CASE_DEADLINE_MS / 1000 + 2, (case_id, elapsed)
         assert result.message  # says why, e.g. "waited 5000 ms" or "not valid: too-large"
 
 
