@@ -33,7 +33,10 @@ EXACT = {
              # a test client (rules/stmp.py): the echo case closes on the stray Response, its request unanswered
              "client-closes-on-unknown-response",
              # ... and the heartbeat case, silent after the negotiation until the suite gives up on its Ping
-             "client-no-heartbeats"},
+             "client-no-heartbeats",
+             # ... and the request-timeout case (rules/stmp_testcases.py), its Request unanswered: closed before
+             # the run's request timeout, or still open past it and 3 s (the close its local RequestTimeout makes)
+             "never-times-out", "times-out-early"},
     "micromessage2": {"zero-based-ids", "hello-before-check", "server/ignores-error",  # role/: one role's bug
                       "window-overrun", "no-split", "final-takes-server-minor", "no-error-on-other-major",
                       "drops-server-required", "accepts-lower-major", "ignores-error-once-open",
@@ -49,7 +52,11 @@ EXACT = {
                       "ack-not-cumulative-across-wrap",
                       # a run's read timeout (read_timeout_ms): the suite's hello, stalled half-way, unanswered
                       # by ERROR when the suite closes read_timeout_ms + 3000 after its last bytes
-                      "no-handshake-read-timeout"},
+                      "no-handshake-read-timeout",
+                      # across connections (conformance/trace/sessions/micromessage2.py): the first subscriber's
+                      # delivery, read before the suite waits on the second; a publication the server read
+                      # (it echoed the publisher's next message), never delivered to the subscriber still in place
+                      "fan-out-to-one", "unsubscribe-removes-everyone"},
     "rsio": {  # the test clients' cases (rules/rsio_testcases.py): after test/error's onError, or test/large's
              # element in parts and onComplete, the client closes without the goodbye that ends its case
              "on-error-ignored", "parts-not-joined", "empty-last-part-skipped",
@@ -127,6 +134,12 @@ EXACT = {
                 # a conformance run's capture holds every connection of the session: the RESUME_OK names 26,
                 # the client's frames end at 12 (sessions/rsocket.py)
                 "resume-position-counts-keepalive",
+                # ... and no SETUP carried the tokens the suite RESUMEs without one of its own: a RESUME_OK to
+                # them resumes a session the server never had (sessions/rsocket.py, the profile's test service)
+                "resume-any-token",
+                # a test client's RESUME after an ERROR[REJECTED_RESUME] its `resume` case read: it came within
+                # the reply_ms the case waits for its RESUME's answer (the profile), before the client ended
+                "resumes-after-rejection",
                 # across connections (conformance/trace/sessions/rsocket.py)
                 "resume-ok-sent-position", "resume-lease-not-restarted"},
 }
@@ -179,20 +192,11 @@ UNSEEN = {
                           "misread framing (rsio-message-framing, the case's requirement) over a side giving up",
     },
     "micromessage2": {
-        "fan-out-to-one": "the suite reads the first subscriber only after its wait on the second failed: the "
-                          "delivery to it is stamped when the suite's close drained it, a millisecond before the "
-                          "second's connection ends, and nothing on the publisher's connection acks or echoes the "
-                          "SEND, so nothing proves the server had it long enough before (the checks across "
-                          "connections judge a subscriber still open a reaction time after such a proof)",
         "open-after-eof-mid-frame": "the server's close never comes, and the suite half-closed first: its close "
                                     "after close_ms puts nothing more on the wire (its FIN went already), so the "
                                     "capture ends at the client's FIN and 'never' cannot be told from 'later'",
         "client/ignores-error": "the server's ERROR comes with its close, and the client's close follows from that "
                                 "close either way: the capture is the same",
-        "unsubscribe-removes-everyone": "no subscriber receives the publication, nothing acks it and no echo follows "
-                                        "it on its connection: nothing proves the server received the SEND (the "
-                                        "checks across connections judge a publication delivered to one subscriber "
-                                        "and not to another)",
         "command-ignores-large": "the server misreads a valid COMMAND and answers ERROR: a side may give up with an "
                                  "ERROR at any time, and its reason is free text (the test service promises what "
                                  "it serves, not that it never gives up)",
@@ -201,10 +205,6 @@ UNSEEN = {
                                   "reason is free text",
     },
     "stmp": {
-        "never-times-out": "the RequestTimeout (0x25) is delivered locally and never crosses the wire; a client may "
-                           "keep a connection with a request outstanding",
-        "times-out-early": "the RequestTimeout (0x25) is delivered locally and never crosses the wire; a client may "
-                           "close with requests outstanding at any time",
         "only-pings-keep-alive": "a server may close a connection at any time: the capture shows the close, not "
                                  "the timer that made it or which traffic that timer counted (STMP's negotiation "
                                  "carries versions only: the heartbeat timers are each side's configuration, not "
@@ -237,17 +237,10 @@ UNSEEN = {
     },
     "mc0": {},  # every mc0 bug is found (the test below still checks that)
     "rsocket": {
-        "resume-any-token": "a RESUME_OK to a token whose SETUP the capture does not hold proves nothing: the "
-                            "session may have been set up before the capture began (a conformance run's capture "
-                            "holds the run's traffic, not the server's past)",
         "client/fragments-not-joined": "the client's reassembly is internal: it sends the same frames either way "
                                        "(only its exit code differs)",
         "complete-alone-is-item": "the client takes the stream's items internally: it sends the same frames either "
                                   "way (only its exit code differs)",
-        "resumes-after-rejection": "a RESUME after ERROR[REJECTED_RESUME] breaks the rule only if the client had "
-                                   "read the refusal: its arrival at the client's host is not its application "
-                                   "reading it, and a client that gave up waiting on its RESUME and reconnected "
-                                   "just then sends the same bytes (TCP ACKs prove nothing about the application)",
     },
 }
 PROTOCOLS = sorted(EXACT)

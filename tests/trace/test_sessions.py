@@ -62,6 +62,29 @@ def test_without_the_setup_connection_nothing_is_judged(tmp_path):
     assert _findings(only) == []
 
 
+def test_a_resume_ok_to_a_token_no_setup_carried_is_a_finding_in_a_conformance_run(tmp_path):
+    # the suite RESUMEs without a SETUP of its own only with tokens no run sets up (the profile's test service)
+    only = _capture(tmp_path, _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(14))))
+    assert _findings(only, services="on") == [("rsocket-resume-rejected", "server", RESUMED, 0)]
+    # the same token set up on a connection of the capture (or of another capture given with it)
+    assert _findings(_capture(tmp_path, _set_up(), _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(17))),
+                              name="set-up.pcap"), services="on") == []
+    # refused as owed
+    refused = _capture(tmp_path, _resumed(("client", rs.resume(14)), ("server", rs.frame(0, 0x0B, 0, bytes.fromhex("00000004") + b"no session"))),
+                       name="refused.pcap")
+    assert _findings(refused, services="on") == []
+
+
+def test_a_refusal_a_test_client_read_is_one_that_came_while_its_resume_case_waited():
+    from conformance.trace.sessions.rsocket import _read_refusal
+    fact = {"kind": "RESUME", "resume": {"ts": 10.0}, "rejected_resume": 10.2, "services": True, "test_client": True,
+            "reply": 1.0}
+    assert _read_refusal(fact) is fact
+    # after the case's wait for the answer (it may have given up), not a test client, not a conformance run
+    for other in ({"rejected_resume": 11.5}, {"test_client": False}, {"services": False}, {"rejected_resume": None}):
+        assert _read_refusal({**fact, **other}) is None
+
+
 def test_the_session_spans_files_and_the_cli_reports_it(tmp_path, capsys):
     first = _capture(tmp_path, _set_up(), name="first.pcap")
     second = _capture(tmp_path, _resumed(("client", rs.resume(14)), ("server", rs.resume_ok(14))),
@@ -267,9 +290,10 @@ def test_a_202_is_a_session_fact_of_the_data_port_it_names():
 
 # -- Micromessage2 topics: the checker on facts as conformance/trace/rules/micromessage2.py gives them
 
-def _topic_fact(client_port: int, proven=None, published=(), delivered=(), last_ts=5.0, complete=True):
+def _topic_fact(client_port: int, proven=None, published=(), delivered=(), last_ts=5.0, complete=True, read=None):
     return {"first_ts": 1.0, "subscribed": proven and 1.0, "proven": proven, "unsubscribed": False,
             "published": [(ts, digest, {"frame": 4, "offset": 144, "end": None}) for ts, digest in published],
+            "read": list(read) if read is not None else [None] * len(published),
             "delivered": list(delivered), "overflow": False, "window": 1.0, "ended": True, "last_ts": last_ts,
             "complete": complete,
             "connection": f"127.0.0.1:{client_port} -> 127.0.0.1:7100", "capture": "c.pcap", "transport": "tcp",
@@ -298,6 +322,16 @@ def test_a_publication_nobody_got_or_a_subscriber_not_proven_is_not_judged():
     # ended too soon after the delivery elsewhere, or part of its server frames not seen
     assert _topic_findings(got, _topic_fact(2, proven=1.6, last_ts=2.5), publisher) == []
     assert _topic_findings(got, _topic_fact(2, proven=1.6, complete=False), publisher) == []
+
+
+def test_a_publication_the_server_read_and_delivered_to_nobody():
+    # read: the server echoed the publisher's next message at 2.1, so it had the SEND by then
+    publisher = _topic_fact(3, published=[(2.0, "m")], read=[2.1])
+    assert _topic_findings(_topic_fact(1, proven=1.5), publisher) == [("mm2-topic-fan-out", "server", "127.0.0.1:1")]
+    # the subscriber ended within the reaction time after that proof
+    assert _topic_findings(_topic_fact(1, proven=1.5, last_ts=2.5), publisher) == []
+    # not read: nothing proves the server had it
+    assert _topic_findings(_topic_fact(1, proven=1.5), _topic_fact(3, published=[(2.0, "m")])) == []
 
 
 # Micromessage2 frames laid out by hand from docs/profiles/micromessage2.md: a handshake is major,
@@ -350,6 +384,26 @@ def test_a_topic_fanned_out_to_one_subscriber_of_two_is_a_finding(tmp_path):
     assert _findings_of_file(capture("twin.pcap", True), "micromessage2") == []
     # the second's echo answers a message it also sent before subscribing: no proof it read the subscribe
     assert _findings_of_file(capture("unproven.pcap", False, echo_before=True), "micromessage2") == []
+
+
+def test_a_publication_echoed_past_and_never_delivered_is_a_finding(tmp_path):
+    """The publisher's next message comes back: the server read the SEND before it, yet the subscriber
+    never gets it.  An echo of a message the publisher also sent before the SEND proves nothing."""
+    def capture(name, echo_before=False):
+        before = _send(1, b"test/echo", b"after") if echo_before else b""
+        publisher = conversation(("127.0.0.1", 41003), MM2, [
+            ("client", _handshake(b"pubsub")), ("server", _handshake(b"")),
+            ("client", _handshake(b"pubsub") + before),
+            ("client", _send(2, b"test/topic", b"news") + _send(3, b"test/echo", b"after")),
+            ("server", _send(1, b"test/echo", b"after"))], start=41003)
+        main = _subscriber(41001, False)
+        first, fins = main[0] + publisher[:-2], main[2] + publisher[-2:]
+        times = [1000 + i / 1000 for i in range(len(first))] + [1002 + i / 1000 for i in range(len(fins))]
+        return write_pcap(tmp_path / name, first + fins, times=times)
+
+    findings = _findings_of_file(capture("read.pcap"), "micromessage2")
+    assert len(findings) == 1 and "mm2-topic-fan-out" in findings[0] and "127.0.0.1:41001" in findings[0], findings
+    assert _findings_of_file(capture("ambiguous.pcap", echo_before=True), "micromessage2") == []
 
 
 def _findings_of_file(path, protocol):

@@ -40,12 +40,21 @@ def test_a_test_client_closing_on_a_stray_response_with_its_request_unanswered(t
 
 
 def test_what_is_not_judged(tmp_path):
-    # the answer came before the close; no stray (the request-timeout case closes with its request unanswered)
+    # the answer came before the close; no stray (the request-timeout case closes with its request unanswered,
+    # once its local timeout fired: 2 s here, the shorter of the adapter's and the reference's)
     assert _client_findings(tmp_path, [("client", ECHO), ("server", STRAY), ("server", ANSWER)]) == []
-    assert _client_findings(tmp_path, [("client", ECHO)]) == []
+    assert _client_findings(tmp_path, [("client", ECHO)], gaps={1: 2.0}) == []
     # the server closed first; the suite was the client (its own cases close as they like)
     assert _client_findings(tmp_path, [("client", ECHO), ("server", STRAY)], closes=("server", "client")) == []
     assert _client_findings(tmp_path, [("client", ECHO), ("server", STRAY)], suite="client") == []
+
+
+def test_a_test_client_closing_before_its_request_timeout(tmp_path):
+    # the request-timeout case: its Request unanswered, closed 10 ms later (rules/stmp_testcases.py)
+    assert _client_findings(tmp_path, [("client", ECHO)]) == ["stmp-request-timeout"]
+    # ... or still open 2 s + 3 s after it when the suite closed
+    assert _client_findings(tmp_path, [("client", ECHO)], closes=("server", "client"), gaps={1: 5.1},
+                            params={"request_timeout_ms": 2000}) == ["stmp-request-timeout"]
 
 
 PING = bytes([0x00])  # KIND ping, ENCODING 0: the whole message

@@ -106,6 +106,9 @@ class Rules(Base):
         self.sent_after: deque = deque(maxlen=_KEPT)  # (message digest, topics subscribed before it, unproven)
         self.recent: deque = deque(maxlen=_KEPT)  # digests of the client's last messages (with pubsub on)
         self.ambiguous: set[str] = set()  # sent before a subscribe too: its echo would prove nothing
+        # publications no server frame yet shows read: (topic, index in its fact, the client's digests
+        # before it, those first sent after it); the server sending one of the latter back read it
+        self.unread: deque = deque(maxlen=_KEPT)
         self.last_ts = 0.0
         self.close_window = self.suite_wait("close_ms")
         # with the test services on: test/push's messages still owed, and how long the server may sit on them
@@ -291,18 +294,28 @@ class Rules(Base):
             if not (self.unproven or publishing or pubsub):
                 return
             digest = _digest(destination, f.get("payload") or b"")
+            for _, _, before, after in self.unread:
+                if digest not in before and len(after) < _KEPT:
+                    after.add(digest)
+            if publishing and pubsub:
+                self.unread.append((destination, len(fact["published"]), set(self.recent) | {digest}, set()))
             if pubsub:
                 self.recent.append(digest)
             if self.unproven and digest not in self.ambiguous:
                 self.sent_after.append((digest, frozenset(self.unproven)))
             if publishing:
                 fact["published"].append((ts, digest, self.where()))
+                fact["read"].append(None)
             return
         fact = self.topics.get(destination)
         delivering = fact is not None and fact["subscribed"] is not None
-        if not (self.sent_after or delivering):
+        if not (self.sent_after or delivering or self.unread):
             return
         digest = _digest(destination, f.get("payload") or b"")
+        # the server sent back a message the client sent after publishing: it read the publication
+        for entry in [e for e in self.unread if digest in e[3]]:
+            self.topics[entry[0]]["read"][entry[1]] = ts
+            self.unread.remove(entry)
         # the server sent back a message the client sent after subscribing: it read the subscribe
         proven = {topic for sent, topics in self.sent_after if sent == digest for topic in topics}
         if delivering:
@@ -321,7 +334,8 @@ class Rules(Base):
     def _topic(self, topic: str, ts: float) -> dict | None:
         if topic not in self.topics and len(self.topics) < _KEPT:
             self.topics[topic] = {"first_ts": ts, "subscribed": None, "proven": None, "unsubscribed": False,
-                                  "published": [], "delivered": [], "overflow": False, "window": self.prompt}
+                                  "published": [], "read": [], "delivered": [], "overflow": False,
+                                  "window": self.prompt}
         return self.topics.get(topic)
 
     def session_facts(self):

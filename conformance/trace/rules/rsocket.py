@@ -506,11 +506,11 @@ class Rules(Base):
             if side == "client" and kind in ("SETUP", "RESUME") and f["stream"] == 0 and self.first is None:
                 self.fact = {"first_ts": ts, "kind": kind, "key": bytes(f["resume_token"] or b"").hex(),
                              "lease": bool(f.get("lease")), "window": self.window, "refused": False,
-                             "resume": None, "resume_ok": None, "lease_after_ok": False,
+                             "resume": None, "resume_ok": None, "lease_after_ok": False, "rejected_resume": None,
                              "keepalive": {"client": 0, "server": 0}, "answered": 0, "taken": 0, "taken_why": "",
                              "frames": deque(maxlen=SESSION_FRAMES), "after_ok": []}
                 if kind == "RESUME":
-                    self.fact["resume"] = {"server_position": f["server_position"], "at": self.where()}
+                    self.fact["resume"] = {"server_position": f["server_position"], "at": self.where(), "ts": ts}
             return
         resumed = fact["kind"] == "RESUME"
         if kind == "INVALID":
@@ -519,6 +519,9 @@ class Rules(Base):
             fact["keepalive"][side] = max(fact["keepalive"][side], f["position"])
         elif side == "server" and kind == "ERROR" and f["stream"] == 0:
             fact["refused"] = fact["refused"] or fact["resume_ok"] is None and f["code"] in _SETUP_CODES
+            if (resumed and f["code"] == codec.REJECTED_RESUME and fact["resume_ok"] is None
+                    and fact["rejected_resume"] is None and self.ended["client"] is None):
+                fact["rejected_resume"] = ts  # before the client ended its side: it was still listening
         elif side == "server" and kind == "RESUME_OK" and resumed and fact["resume_ok"] is None:
             fact["resume_ok"] = {"position": f["position"], "ts": ts, "at": self.where(),
                                  "client_base": self.readers["client"].position}
@@ -553,6 +556,7 @@ class Rules(Base):
         if fact["resume_ok"] is not None:
             base = {"client": fact["resume_ok"].pop("client_base"), "server": self.readers["server"].ok_at or 0}
         fact.update(frames=list(fact["frames"]), last_ts=self.last_ts, services=self.services,
+                    test_client=self.test_client, reply=self.reply,
                     ended=self.ended != {"client": None, "server": None},
                     complete={side: not self.cut[side] for side in self.cut},
                     sent={side: self.readers[side].position - base[side] for side in base},

@@ -9,7 +9,8 @@ Response to an ID the client never used, took that Response for a reason to give
 case makes its first move after the negotiation at once (a Request, its close) but `heartbeat`,
 which pings at an interval no longer than the suite's heartbeat_interval_ms: a test client that
 sends nothing and stays open for twice that and 3 s more (the wait of the case that grades it,
-times --time-scale) breaks stmp-heartbeat-send, judged when a later packet proves the wait."""
+times --time-scale) breaks stmp-heartbeat-send, judged when a later packet proves the wait.
+`request-timeout`'s close, early or never, is judged in stmp_testcases.py."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from conformance.protocols.base import Frame
 from conformance.protocols.stmp import HARNESS_MAX_PAYLOAD
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.stmp_services import answer_to_unknown, unknown_action
+from conformance.trace.rules.stmp_testcases import RequestTimeoutCase
 
 _OK, _BAD_REQUEST, _NOT_FOUND, _TOO_LARGE, _NOT_IMPLEMENTED, _VERSION_NOT_SUPPORTED = 0x00, 0x20, 0x24, 0x26, 0x31, 0x35
 # ACTIONs 0x00..0xFF are the protocol's; 0.1 defines 0x00 (negotiation) alone, so 0x01..0xFF are unknown to every
@@ -123,6 +125,7 @@ class Rules(Base):
         # a test client silent since the negotiation's Ok (when), until it moves; judged once
         self.quiet_since: float | None = None
         self.first_ping_window = (2 * self.interval + 3) * self.stretch()
+        self.request_case = RequestTimeoutCase(params, self.stretch())  # judged when ``test_client``
 
     # -- frames ------------------------------------------------------------------------------
 
@@ -143,6 +146,8 @@ class Rules(Base):
         else:
             out = []
         last[side] = ts
+        if self.test_client and not self.blind and "client" not in self.closed:
+            out += self._request_case(side, f, ts)
         if side == "server" and f["kind"] != "ping":
             self.refusal_owed = None  # the server answered (whatever it sent is judged as its reply)
         if side == "server" and self.must_close is not None:
@@ -171,6 +176,15 @@ class Rules(Base):
                 if side == "server" and self.test_client and self.negotiation == "open":
                     self.stray = (ts, f["id"])
         return out
+
+    def _request_case(self, side: str, f: dict, ts: float):
+        case = self.request_case
+        late = case.still_open(ts, f"then the {side} sent a {f['kind']}")
+        if side == "server":
+            case.server_message(ts, f["kind"])
+        elif f["kind"] == "request" and self.negotiation == "open":
+            case.client_request(ts, f["id"])
+        return late
 
     def _first_client(self, f, ts: float):
         if f["kind"] == "request" and f["id"] == 0 and f["action"] == 0:
@@ -316,6 +330,13 @@ class Rules(Base):
             self.quiet_since = None
         if side == "client" and self.stray is not None and "server" not in self.closed:
             out += self._closed_on_a_stray(ts, how)
+        if self.test_client and not self.blind and "client" not in self.closed:
+            case = self.request_case
+            out += case.still_open(ts, f"then the {side} closed ({how})")
+            if side == "client" and case.waiting is not None:
+                outstanding = self.outstanding["client"].get(case.waiting[1], 0) > 0
+                out += case.client_closed(ts, how, outstanding and "server" not in self.closed
+                                          and self.must_close is None)
         if side == "server" and "server" not in self.closed:
             out += self._refusal_never_sent(ts, how)
         self.closed.setdefault(side, ts)

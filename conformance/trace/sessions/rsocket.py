@@ -24,7 +24,10 @@ proves is judged, and bytes in flight when a transport drops are never taken as 
 For a capture of a conformance run (the rules' ``services``), the test service's ``last-fnf``
 is judged across the connections to one server (``check_last_fnf``).
 
-A session whose SETUP connection is not in the capture is not judged; nor, from there on, one
+A session whose SETUP connection is not in the capture is not judged, but in a conformance run's
+capture (``services``) a RESUME_OK to a token no SETUP of the capture carried breaks
+rsocket-resume-rejected: the suite resumes without a SETUP of its own only with tokens no run sets
+up; nor, from there on, one
 whose RESUME or RESUME_OK names a position past all the capture shows sent (a connection of the
 session is missing), one cut by a gap, or one already found broken.  Except in a conformance run's
 capture (``services``), which holds every connection the suite made (traffic to the server the
@@ -62,13 +65,37 @@ def check(facts: list[dict]):
     if facts and facts[0]["kind"] == "test-service":
         return check_last_fnf(facts)
     out: list = []
-    session = None
+    session, set_up, refusal = None, False, None
     for fact in facts:
+        if fact["kind"] == "RESUME" and refusal is not None:
+            out.append((fact, "client", "rsocket-resume-client-no-retry",
+                        f"RESUME of the session again, after ERROR[REJECTED_RESUME] refused its RESUME on "
+                        f"{refusal['connection']} {1000 * (refusal['rejected_resume'] - refusal['resume']['ts']):.0f} "
+                        "ms after it, while the `resume` test case was still waiting for the answer",
+                        fact["resume"]["at"]))
+            return out
+        refusal = _read_refusal(fact) or (None if fact["kind"] == "SETUP" else refusal)
         if fact["kind"] == "SETUP":
-            session = None if fact["refused"] else _set_up(fact)
+            session, set_up = None if fact["refused"] else _set_up(fact), True
         elif session is not None:
             session = _resumed(session, fact, out)
+        elif not set_up and fact.get("services") and fact["resume_ok"] is not None:
+            out.append((fact, "server", "rsocket-resume-rejected",
+                        "RESUME_OK to a RESUME whose token no SETUP in this conformance run's capture set up: "
+                        "the run's traffic is all the server gets, so it had no such session", fact["resume_ok"]["at"]))
+            return out
     return out
+
+
+def _read_refusal(fact: dict) -> dict | None:
+    """The RESUME connection whose ERROR[REJECTED_RESUME] a test client read: it came while the client
+    still listened, within ``reply`` of the RESUME, and the profile's `resume` test case waits that
+    long for its RESUME's answer (a RESUME after it is the session's again; a new SETUP starts anew)."""
+    rejected = fact.get("rejected_resume")
+    if (fact["kind"] != "RESUME" or rejected is None or not (fact.get("services") and fact.get("test_client"))
+            or rejected - fact["resume"]["ts"] > fact["reply"]):
+        return None
+    return fact
 
 
 def _set_up(fact: dict) -> _Session:
