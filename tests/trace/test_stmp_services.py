@@ -103,3 +103,35 @@ def test_check_trace_prints_it_non_strict_and_fails_only_with_strict(tmp_path, c
     assert "NON-STRICT SHOULD stmp-action-dispatch" in capsys.readouterr().out
     assert main([*args, "--strict"]) == 1
     assert main(["check-trace", "--port", f"{SERVER[1]}=stmp", "--test-services", "off", "--strict", str(path)]) == 0
+
+
+# -- the service's close: any message restarts its heartbeat timeout (the run's) -------------
+
+NOTIFY = bytes.fromhex("a8" "12345678" "00000001") + b"k"  # KIND 2 (Notify), ENCODING 5 (Raw), ACTION, length, "k"
+
+
+def _closed(tmp_path, after_notify: float, services: str = "on", params=None):
+    """The suite negotiates, sends a Notify a second for three seconds, and the server closes
+    ``after_notify`` after the last one (a capture as `run --pcap` writes it, the suite the client)."""
+    from conformance.trace import capture
+    conn = capture._Conn(CLIENT, SERVER, 10.0, "client")
+    conn.events += [(10.01, "client", NEGOTIATE), (10.02, "server", NEGOTIATED)]
+    conn.events += [(11.0 + i, "client", NOTIFY) for i in range(3)]
+    conn.events += [(13.0 + after_notify, "server", "FIN"), (13.01 + after_notify, "client", "FIN")]
+    recorder = capture.Recorder()
+    recorder.conns.append(conn)
+    path = tmp_path / "run.pcapng"
+    capture.write(recorder, path)
+    result = check_file(path, {SERVER[1]: "stmp"}, None, {"heartbeat_interval_ms": 60000, **(params or {})},
+                        test_services=services)
+    assert result.problems == []
+    return [f.requirement for f in result.findings if f.sender == "server"]
+
+
+def test_the_service_closing_within_its_timeout_of_the_last_notify(tmp_path):
+    # the shorter of the adapter's default timeout and the reference's (3 s) unless the run recorded one
+    assert _closed(tmp_path, 1.0) == ["stmp-heartbeat-timeout"]
+    assert _closed(tmp_path, 3.5) == []
+    assert _closed(tmp_path, 3.5, params={"heartbeat_timeout_ms": 5000}) == ["stmp-heartbeat-timeout"]
+    # not a conformance run's service: a server may close at any time
+    assert _closed(tmp_path, 1.0, services="off") == []

@@ -20,7 +20,7 @@ from reference_impl.common.errors import CodecError
 from reference_impl.stmp import codec
 
 from conformance.protocols.base import Frame
-from conformance.protocols.stmp import HARNESS_MAX_PAYLOAD
+from conformance.protocols.stmp import ADAPTER, HARNESS_MAX_PAYLOAD
 from conformance.trace.rules import Rules as Base, other
 from conformance.trace.rules.stmp_services import answer_to_unknown, unknown_action
 from conformance.trace.rules.stmp_testcases import RequestTimeoutCase
@@ -116,6 +116,10 @@ class Rules(Base):
         self.interval = params.get("heartbeat_interval_ms", 5000) / 1000
         self.prompt = self.suite_wait("prompt_ms")
         self.timeout = params.get("heartbeat_timeout_ms", 15000) / 1000
+        # with the test services on: the service's timeout is the run's, else at least the shorter of the
+        # adapter's default and the reference's (a run against the reference uses its ref_params)
+        self.service_timeout = params.get("heartbeat_timeout_ms", min(ADAPTER.params["heartbeat_timeout_ms"],
+                                                                      ADAPTER.ref_params["heartbeat_timeout_ms"])) / 1000
         # a server acts on its heartbeat timeout within a heartbeat interval (its timer's tick) and the prompt
         self.timeout_slack = max(self.interval, self.prompt)
         self.timed_out = False
@@ -338,7 +342,7 @@ class Rules(Base):
                 out += case.client_closed(ts, how, outstanding and "server" not in self.closed
                                           and self.must_close is None)
         if side == "server" and "server" not in self.closed:
-            out += self._refusal_never_sent(ts, how)
+            out += self._refusal_never_sent(ts, how) + self._closed_on_live_client(ts, how)
         self.closed.setdefault(side, ts)
         self.cut_short = self.cut_short or side == "client" and pending > 0
         out += self._heartbeat(side, ts) if side == "client" else []
@@ -384,6 +388,23 @@ class Rules(Base):
                  f"the server ended the connection ({how}) {ts - since:.3f} s after the client's first message, "
                  "which was not the negotiation, without answering it: a message before negotiation gets "
                  "BadRequest (0x20), then the close")]
+
+    def _closed_on_live_client(self, ts: float, how: str):
+        """With the test services on: the service closes a negotiated connection only for a reason the
+        profile names (an error it must close for, or its heartbeat timeout, the run's), and any message
+        received restarts that timeout.  Its close less than that timeout after the client's last whole
+        message, nothing owed a close, breaks stmp-heartbeat-timeout (it counted only some traffic)."""
+        if (not self.services or self.negotiation != "open" or self.must_close is not None or self.closed
+                or self.blind or "client" not in self.readers or self.readers["client"].pending):
+            return []
+        last = self.last_sent["client"]
+        if not last or ts - last >= self.service_timeout:
+            return []
+        return [("server", "stmp-heartbeat-timeout",
+                 f"the server closed ({how}) {ts - last:.3f} s after the client's last message, within the test "
+                 f"service's heartbeat timeout ({self.service_timeout:g} s): any message received, not only a Ping, "
+                 "restarts it, and the service closes a negotiated connection for no other reason unless an "
+                 "error required it")]
 
     def _heartbeat(self, side: str, ts: float):
         """A server silent for two heartbeat intervals while the connection is open breaks
