@@ -215,3 +215,29 @@ def test_room_from_an_ack_that_does_not_cross_the_wrap_is_not_judged(tmp_path):
              ("client", _hello("batch-ack:max-count=3")), ("client", _message(1, properties=b"count:5;size:1;")),
              ("server", _message(65535)), ("server", _message(1)), ("client", _ack(1))]
     assert _server(tmp_path, moves, times=_times(9, moves)) == ([], [])
+
+
+# -- the test service sends ERROR only where the profile owes one ------------------------------
+
+SUBSCRIBE = b"subscribe;destination=test%2Ftopic"
+PUBSUB = [("client", _hello("pubsub")), ("server", _hello()), ("client", _hello("pubsub"))]
+
+
+def test_an_error_right_after_a_short_subscribe_with_large_payload(tmp_path):
+    large = bytes([1 | 8]) + len(SUBSCRIBE).to_bytes(4, "big") + SUBSCRIBE  # COMMAND, LARGE_PAYLOAD: 4-byte length
+    assert _server(tmp_path, [*PUBSUB, ("client", large), ("server", _error(b"bad-name"))]) == (["mm2-large-payload"], [])
+    # the same subscribe with the one-byte length: not a frame this rule looks at
+    short = bytes([1, len(SUBSCRIBE)]) + SUBSCRIBE
+    assert _server(tmp_path, [*PUBSUB, ("client", short), ("server", _error(b"bad-name"))]) == ([], [])
+    # the ERROR a prompt_ms (1 s) after it: it may be the service's read timeout on something else
+    times = [1000.001, 1000.002, 1000.003, 1000.004, 1001.5, 1001.6, 1001.7]
+    assert _server(tmp_path, [*PUBSUB, ("client", large), ("server", _error(b"bad-name"))], times=times) == ([], [])
+
+
+def test_an_error_owed_earlier_on_the_connection_is_not_judged(tmp_path):
+    large = bytes([1 | 8]) + len(SUBSCRIBE).to_bytes(4, "big") + SUBSCRIBE
+    # the final message requires x-conformance-missing: the service owes ERROR and the close
+    final = _hello("pubsub;x-conformance-missing")
+    moves = [("client", _hello("pubsub")), ("server", _hello()), ("client", final), ("client", large),
+             ("server", _error())]
+    assert "mm2-large-payload" not in _server(tmp_path, moves)[0]

@@ -170,3 +170,35 @@ def test_check_trace_fails_on_it_with_the_services_on_only(tmp_path, capsys):
     assert "mtl-command-names" in capsys.readouterr().out
     assert main([*args[:-1], "--test-services", "off", str(path)]) == 0
     assert main(args) == 0  # auto: a tcpdump capture is not known to be of a conformance run
+
+
+# -- RFC 23: "a ZMTP peer MUST accept protocol versions greater or equal to 3.0" ------------------
+
+def _closed_after_greeting(tmp_path, greeting: bytes, served: bool, services: str = "on"):
+    """The server greets, the client greets (``greeting``) and sends READY; the server answers READY
+    (``served``) or closes first (its FIN before the client's)."""
+    import dpkt
+    from tests.trace.pcapfiles import conversation
+    moves = [("server", GREETING), ("client", greeting + _ready(b"REQ"))] + (
+        [("server", _ready(b"ROUTER"))] if served else [])
+    segments = conversation(CLIENT, SERVER, moves, fin=False)
+    sent = {side: sum(len(p) for s, p in moves if s == side) for side in ("client", "server")}
+    segments += [(SERVER, CLIENT, 5100 + 1 + sent["server"], dpkt.tcp.TH_ACK | dpkt.tcp.TH_FIN, b""),
+                 (CLIENT, SERVER, 100 + 1 + sent["client"], dpkt.tcp.TH_ACK | dpkt.tcp.TH_FIN, b"")]
+    path = write_pcap(tmp_path / f"zmtp-{services}.pcap", segments)
+    result = check_file(path, {SERVER[1]: "mtl"}, None, {}, test_services=services)
+    assert result.problems == []
+    return [(f.sender, f.requirement) for f in result.findings]
+
+
+def test_a_close_after_a_zmtp_3_0_greeting_is_a_finding(tmp_path):
+    assert _closed_after_greeting(tmp_path, GREETING, served=False) == [("server", "mtl-router")]
+    assert _closed_after_greeting(tmp_path, GREETING, served=False, services="off") == []
+    # served: its READY came before the close
+    assert _closed_after_greeting(tmp_path, GREETING, served=True) == []
+    # a 3.1 greeting, or a 3.0 one with a mechanism the service does not speak: not this rule
+    greeting_31 = GREETING[:11] + b"\x01" + GREETING[12:]
+    plain = GREETING[:12] + b"PLAIN" + b"\x00" * 15 + GREETING[32:]
+    assert len(greeting_31) == len(plain) == 64
+    assert _closed_after_greeting(tmp_path, greeting_31, served=False) == []
+    assert _closed_after_greeting(tmp_path, plain, served=False) == []

@@ -22,7 +22,11 @@ hello and its final handshake), codec errors naming requirements, and what a cap
   a client that closes with the frame still unfinished that long after its last bytes, the server
   still open and no ERROR in time, proves the server kept no read timeout (filed under what the
   stalled frame's case names: the hello's identity, else the payload length).  The client's own
-  timeout is not judged: the test clients' configuration is theirs.
+  timeout is not judged: the test clients' configuration is theirs;
+* in such a capture, too, the test service sends ERROR only where the profile owes one: its ERROR
+  within prompt_ms of a valid frame exercising a rule (a short COMMAND with LARGE_PAYLOAD, an ack
+  across the wrap), nothing on the connection owing an ERROR, is filed under that rule
+  (micromessage2_services.RefusedFrame).
 
 What each side supports is not on the wire, so accepting an extension a side lacks (or
 activating a suggestion it does not implement) looks like support and is not judged; with the test
@@ -44,7 +48,7 @@ from reference_impl.micromessage2.window import ReceiveWindow
 
 from conformance.protocols.micromessage2 import ADAPTER, new_reader
 from conformance.trace.rules import Rules as Base, other
-from conformance.trace.rules.micromessage2_services import PushStall, client_lacks, service_lacks
+from conformance.trace.rules.micromessage2_services import SERVED, PushStall, RefusedFrame, client_lacks, service_lacks
 
 _WINDOW_RULE = {"server": "mm2-server-window", "client": "mm2-sender-window"}
 #: per connection, at most this many topics, publications per topic, and messages sent after a
@@ -121,6 +125,9 @@ class Rules(Base):
         # (the stalled-frame cases wait read_timeout_ms + 3000, stretched as the run's waits)
         self.read_timeout = params.get("read_timeout_ms", ADAPTER.params["read_timeout_ms"]) / 1000
         self.read_window = (self.read_timeout + 3) * self.stretch()
+        # with the test services on: a valid frame the service must take, refused with ERROR
+        self.refused = RefusedFrame(self.prompt)
+        self.taken: tuple[str, str] | None = None  # what the client's frame being read exercised (_extension)
 
     def new_reader(self, side: str):
         reader = new_reader(self.transport)
@@ -128,6 +135,36 @@ class Rules(Base):
         return reader
 
     def on_frame(self, side: str, frame, ts: float):
+        self.taken = None
+        out = self._on_frame(side, frame, ts)
+        return out + self._refusal(side, frame.fields, ts, out) if self.services else out
+
+    def on_error(self, side: str, exc, ts: float):
+        if side == "client":
+            self.refused.spoil()  # invalid bytes: an ERROR may be owed
+        return super().on_error(side, exc, ts)
+
+    def _refusal(self, side: str, f, ts: float, out):
+        """The client's frames the test service takes (a short COMMAND with LARGE_PAYLOAD; an ack across
+        the wrap the window took), while nothing owed an ERROR; the server's ERROR right after one."""
+        if (any(o[0] == "client" for o in out) or self.owed_error or self.must_error or self.bad_list
+                or self.client_lacking or "server" in self.error_at):
+            self.refused.spoil()
+        kind = f.get("frame")
+        if side == "server":
+            return self.refused.server_error(ts) if kind == "error" else []
+        takes = self.taken
+        args = f.get("args") or {}
+        if (kind == "command" and f.get("large") and f.get("name") in ("subscribe", "unsubscribe")
+                and isinstance(args.get("destination"), str) and "pubsub" in (self.extensions or ())):
+            takes = ("mm2-large-payload", f"the client's {f['name']} COMMAND with LARGE_PAYLOAD set on its short "
+                     "payload (the length then 4 bytes)")
+        if takes is None and kind == "message" and f.get("destination") in SERVED:
+            return []  # a SEND the service serves: an ERROR after it still answers the frame before
+        self.refused.client(ts, takes)
+        return []
+
+    def _on_frame(self, side: str, frame, ts: float):
         f = frame.fields
         kind = f.get("frame")
         self.last_ts = max(self.last_ts, ts)
@@ -256,6 +293,9 @@ class Rules(Base):
                 return []  # an ack of nothing outstanding: the sender's window is not shortened by it
             if peer == "server":
                 self.push.acked(before[:len(before) - len(window.unacked)], len(before) >= window.size)
+            if before and f["ack"] > before[-1]:  # past the last number sent, yet unacked: across the wrap
+                self.taken = ("mm2-ack-across-wrap", f"the client's ack of {f['ack']}, sent before the wrap and "
+                              f"unacked (the last number sent: {before[-1]})")
         return []
 
     def _message(self, side: str, f):

@@ -14,7 +14,8 @@ each 202 Data Lease (its lease, port, and the Connection.Reader/Writer's confirm
 at the data port it names: the Confirms a data connection's server sends for the client's
 Contents are judged against the confirm model of the lease the connection holds.  With the test
 services on (Rules.services, rules/mtl_services.py): a 400 or 501 to the test service's
-Connection.Open of test-env spelled in another letter case.  Not seen on the wire: other
+Connection.Open of test-env spelled in another letter case, and a close after a ZMTP 3.0
+greeting before anything else.  Not seen on the wire: other
 case-insensitive names (a 400 to a spelling cannot be told from a 400 to the body or the
 session's state), which Contents a Confirm covered."""
 
@@ -85,12 +86,15 @@ class Rules(Base):
         self.held_since: float | None = None  # when the first 2xx Response to a Lease came
         self.contents: set[int] = set()  # sequences of the client's Contents sent after it
         self.confirms: list[dict] = []  # the server's Confirms that cover one of those Contents
+        self.zmtp30: float | None = None  # with the test services on: a client's ZMTP 3.0 greeting not yet served
 
     def new_reader(self, side: str):
         self.readers[side] = ZmtpReader(_client_frame) if side == "client" else new_reader(self.transport)
         return self.readers[side]
 
     def on_error(self, side: str, exc, ts: float):
+        if side == "client":
+            self.zmtp30 = None  # invalid bytes: the server may close for them
         found = super().on_error(side, exc, ts)
         if side == "server" and exc.code not in self.ERRORS:
             return [(side, "mtl-reply-format", message) for _, _, message in found]
@@ -101,7 +105,12 @@ class Rules(Base):
         kind = f.get("kind")
         if side == "client":
             self.last_client = ts
+            if (kind == "greeting" and self.services and (f.get("major"), f.get("minor")) == (3, 0)
+                    and f.get("mechanism") == "NULL" and not f.get("as_server")):
+                self.zmtp30 = ts  # the mechanism the service speaks, as a client
             return self._client(f, kind)
+        if kind != "greeting":
+            self.zmtp30 = None  # served
         if kind == "reply":
             self.reply_ts = ts
             if self.requests:
@@ -236,8 +245,10 @@ class Rules(Base):
                                     "at": self.where()})
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
+        out = mtl_services.zmtp30_refused(self.zmtp30, ts, how) if (
+            side == "server" and not self.ends and not self.blind) else []
         self.ends.append(ts)
-        return []
+        return out
 
     def session_facts(self):
         ended = min(self.ends, default=None)

@@ -67,3 +67,15 @@ def open_refused(command: str, code):
             f"{command}, the connection's first request, a Connection.Open of the test service's virtual host "
             f"test-env (MTL version 1) in another letter case, was refused {code}: the service serves that Open "
             f"(201 or 401), and command names are case-insensitive", "client")
+
+
+def zmtp30_refused(greeted: float | None, ts: float, how: str):
+    """The server's close of a connection whose client greeted as ZMTP 3.0 (``greeted``: when) and sent
+    nothing invalid, before the server sent anything but its greeting.  RFC 23: "a ZMTP peer MUST
+    accept protocol versions greater or equal to 3.0", and the test service closes a connection only
+    for what the profile names; filed under the requirement mtl/handshake/zmtp-3-0-client tests."""
+    if greeted is None:
+        return []
+    return [("server", "mtl-router", f"the server closed ({how}) {ts - greeted:.3f} s after the client's ZMTP 3.0 "
+             "greeting, before its READY: a ZMTP peer must accept protocol versions 3.0 and above, and the test "
+             "service serves a 3.0 client")]
