@@ -258,3 +258,28 @@ def test_the_wait_is_the_runs(tmp_path):
     assert _stalled(tmp_path, moves, 15.0, params={"expect_ms": 15000}) == [("rsio-split-joined", "MUST")]
     assert _stalled(tmp_path, moves, 5.0, params={"expect_ms": 1000}) == [("rsio-split-joined", "MUST")]
     assert _stalled(tmp_path, moves, 4.99, params={"expect_ms": 1000}) == []
+
+
+# -- the service says goodbye only where the profile owes one ----------------------------------
+
+def _hello_findings(tmp_path, count: int, answer: bytes, services: str = "on"):
+    """A clientHello listing extensions 1..count (the count a varint: 0x82 0x01 for 130), the
+    serverHello, a subscribe to test/never, then ``answer`` from the server."""
+    varint = bytes([count]) if count < 128 else bytes([0x80 | count & 0x7F, count >> 7])
+    hello = bytes([0x01, 0x00]) + varint + b"".join(bytes([i]) if i < 128 else bytes([0x80 | i & 0x7F, i >> 7])
+                                                      for i in range(1, count + 1))
+    segments = conversation(CLIENT, SERVER, [("client", hello), ("server", SERVER_HELLO), ("client", SUB_NEVER),
+                                             ("server", answer)])
+    path = write_pcap(tmp_path / f"hello-{count}-{services}.pcap", segments)
+    result = check_file(path, {SERVER[1]: "rsio"}, None, {}, test_services=services)
+    assert result.problems == []
+    return [f.requirement for f in result.findings if f.sender == "server"]
+
+
+def test_a_goodbye_right_after_a_hello_of_130_extensions(tmp_path):
+    assert _hello_findings(tmp_path, 130, GOODBYE) == ["rsio-message-framing"]
+    assert _hello_findings(tmp_path, 130, GOODBYE, services="off") == []
+    # the stream answered: no goodbye
+    assert _hello_findings(tmp_path, 130, SUBSCRIBED) == []
+    # a one-byte count: not this rule
+    assert _hello_findings(tmp_path, 3, GOODBYE) == []

@@ -26,7 +26,7 @@ hello and its final handshake), codec errors naming requirements, and what a cap
 * in such a capture, too, the test service sends ERROR only where the profile owes one: its ERROR
   within prompt_ms of a valid frame exercising a rule (a short COMMAND with LARGE_PAYLOAD, an ack
   across the wrap), nothing on the connection owing an ERROR, is filed under that rule
-  (micromessage2_services.RefusedFrame).
+  (refusal.Refusal).
 
 What each side supports is not on the wire, so accepting an extension a side lacks (or
 activating a suggestion it does not implement) looks like support and is not judged; with the test
@@ -48,7 +48,8 @@ from reference_impl.micromessage2.window import ReceiveWindow
 
 from conformance.protocols.micromessage2 import ADAPTER, new_reader
 from conformance.trace.rules import Rules as Base, other
-from conformance.trace.rules.micromessage2_services import SERVED, PushStall, RefusedFrame, client_lacks, service_lacks
+from conformance.trace.rules.micromessage2_services import SERVED, PushStall, client_lacks, service_lacks
+from conformance.trace.rules.refusal import Refusal
 
 _WINDOW_RULE = {"server": "mm2-server-window", "client": "mm2-sender-window"}
 #: per connection, at most this many topics, publications per topic, and messages sent after a
@@ -126,7 +127,7 @@ class Rules(Base):
         self.read_timeout = params.get("read_timeout_ms", ADAPTER.params["read_timeout_ms"]) / 1000
         self.read_window = (self.read_timeout + 3) * self.stretch()
         # with the test services on: a valid frame the service must take, refused with ERROR
-        self.refused = RefusedFrame(self.prompt)
+        self.refused = Refusal("server", "ERROR", self.prompt)
         self.taken: tuple[str, str] | None = None  # what the client's frame being read exercised (_extension)
 
     def new_reader(self, side: str):
@@ -152,7 +153,7 @@ class Rules(Base):
             self.refused.spoil()
         kind = f.get("frame")
         if side == "server":
-            return self.refused.server_error(ts) if kind == "error" else []
+            return self.refused.refused(ts) if kind == "error" else []
         takes = self.taken
         args = f.get("args") or {}
         if (kind == "command" and f.get("large") and f.get("name") in ("subscribe", "unsubscribe")
@@ -161,7 +162,7 @@ class Rules(Base):
                      "payload (the length then 4 bytes)")
         if takes is None and kind == "message" and f.get("destination") in SERVED:
             return []  # a SEND the service serves: an ERROR after it still answers the frame before
-        self.refused.client(ts, takes)
+        self.refused.sent(ts, takes)
         return []
 
     def _on_frame(self, side: str, frame, ts: float):

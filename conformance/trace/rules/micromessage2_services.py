@@ -89,29 +89,3 @@ class PushStall:
             return None
         return ts - self.quiet_since
 
-
-class RefusedFrame:
-    """With the test services on: the test service sends ERROR only where the profile owes one.  The
-    client's last frame, when it is one the service must take (``client``'s ``takes``: its requirement
-    and what it was) and nothing earlier on the connection owed an ERROR (``spoil``), answered by the
-    server's ERROR within ``window``: the service refused a valid frame, filed under what that frame
-    exercises.  Later than the window, the ERROR may be the service's read timeout on something else."""
-
-    def __init__(self, window: float) -> None:
-        self.window = window
-        self.last: tuple[float, str, str] | None = None
-        self.spoiled = False
-
-    def spoil(self) -> None:
-        self.spoiled, self.last = True, None
-
-    def client(self, ts: float, takes: tuple[str, str] | None) -> None:
-        self.last = None if self.spoiled or takes is None else (ts, *takes)
-
-    def server_error(self, ts: float):
-        last, self.last = self.last, None
-        if last is None or self.spoiled or ts - last[0] > self.window:
-            return []
-        self.spoiled = True  # once: the ERROR ends the connection
-        return [("server", last[1], f"the server answered ERROR {ts - last[0]:.3f} s after {last[2]}, a valid frame "
-                 "the test service takes: it sends ERROR only where the profile owes one")]

@@ -14,6 +14,9 @@ codec; split parts shown one by one as well), then the draft's rules a capture s
   and the elements owed at once: on the client's close a wait (reply_ms) after a stream's last
   request or element, a split element left unfinished, or a stream stopped after requests past
   2^63-1 (_stalled);
+* in a conformance run's capture (``services``), the test service says goodbye only where the profile
+  owes one: its goodbye within prompt_ms of a valid clientHello listing 128 extensions or more (a
+  count varint of two bytes), nothing on the connection owing one, misread it (refusal.Refusal);
 * on a connection a suite capture names as the target's client (``test_client``), the goodbye
   that ends a `fixed`, `large` or `error` test case once its stream was served
   (rsio_testcases.py), and a test client's wait after the goodbye that ends its case in order
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from conformance.protocols.base import Frame
 from conformance.protocols.rsio import ADAPTER, RsioReader
 from conformance.trace.rules import Rules as Base, other
+from conformance.trace.rules.refusal import Refusal
 from conformance.trace.rules.rsio_services import ServicePromises
 from conformance.trace.rules.rsio_testcases import TestCase
 from reference_impl.rsio import codec
@@ -96,6 +100,8 @@ class Rules(Base):
         self.must_close: dict[str, tuple[str, str, float, bool]] = {}
         self.streams: dict[int, _Stream] = {}  # the client's subscriber Id -> its stream
         self.prompt = self.suite_wait("prompt_ms")
+        # with the test services on: the service says goodbye only where the profile owes one
+        self.refused = Refusal("server", "goodbye", self.prompt)
         self.reported: set[tuple[str, str]] = set()
         self.ended: dict[str, float] = {}
         self.promises = ServicePromises()  # the test services' promises, judged when self.services
@@ -119,7 +125,22 @@ class Rules(Base):
         f = frame.fields
         kind = f["type"]
         out = self._test_case(side, f, kind, ts) if self.test_client else []
-        return out + self._frame(side, f, kind, ts)
+        out += self._frame(side, f, kind, ts)
+        return out + self._refusal(side, f, kind, ts, out) if self.services else out
+
+    def _refusal(self, side: str, f: dict, kind: str, ts: float, out):
+        """The test service's goodbye right after a clientHello whose extension count takes a varint of
+        two bytes or more, the client's later messages valid and nothing owing a goodbye."""
+        if (any(o[0] == "client" for o in out) or "server" in self.must_close or "client" in self.goodbye
+                or f.get("version", 0) != 0):
+            self.refused.spoil()
+        if side == "server":
+            return self.refused.refused(ts) if kind == "goodbye" else []
+        extensions = f.get("extensions") or ()
+        if kind == "clientHello" and len(extensions) >= 128:
+            self.refused.sent(ts, ("rsio-message-framing", f"the client's clientHello listing {len(extensions)} "
+                                   "extensions (its Array[Id] count a varint of two bytes)"))
+        return []  # the client's other valid messages the service takes: a goodbye still answers the hello
 
     def _frame(self, side: str, f: dict, kind: str, ts: float):
         if kind in ("clientHello", "serverHello"):
@@ -240,6 +261,8 @@ class Rules(Base):
     # -- invalid bytes, ends -------------------------------------------------------------------
 
     def on_error(self, side: str, exc, ts: float):
+        if side == "client":
+            self.refused.spoil()  # invalid bytes: a goodbye is owed
         out = super().on_error(side, exc, ts)
         peer = other(side)
         if exc.code not in _NOT_FATAL and peer not in self.blind:
