@@ -168,3 +168,24 @@ def test_a_test_clients_stream_case_owes_its_request_n_at_once():
     assert events_of(False, *took_two, ("server", 5.04, "FIN")) == []
     # one item of the two it asked for: nothing owed yet
     assert events_of(True, *took_two[:3], ("server", 9.0, "FIN")) == []
+
+
+# PAYLOAD fragments (0x0A << 10 = 0x2800): M|F|N (0x1A0) with metadata "m" (3-byte length) and data "h",
+# then F|N (0x0A0) "el", then N|C (0x060) "lo": the answer "hello" in three fragments, metadata first
+FIRST_FRAGMENT = H("00000001" "29a0" "000001") + b"mh"
+MIDDLE_FRAGMENT = H("00000001" "28a0") + b"el"
+LAST_FRAGMENT = H("00000001" "2860") + b"lo"
+
+
+def fragmented(*after, test_client: bool = True) -> list[tuple[str, str]]:
+    return events_of(test_client, ("client", 0.0, SETUP), ("client", 0.01, REQUEST_ECHO),
+                     ("server", 0.02, FIRST_FRAGMENT), *after, params={"silence_ms": 300, "reply_ms": 2000})
+
+
+def test_a_test_client_ending_its_request_response_mid_answer_took_a_fragment_for_it():
+    assert fragmented(("client", 0.05, "FIN")) == [("client", "rsocket-fragment-metadata-first")]
+    # the whole answer first: it exits once answered
+    assert fragmented(("server", 0.4, MIDDLE_FRAGMENT), ("server", 0.41, LAST_FRAGMENT), ("client", 0.45, "FIN")) == []
+    # past the case's wait for its answer (reply_ms), or not a test client: not judged
+    assert fragmented(("client", 2.5, "FIN")) == []
+    assert fragmented(("client", 0.05, "FIN"), test_client=False) == []

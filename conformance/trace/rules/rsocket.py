@@ -101,6 +101,7 @@ class _Reader(RSocketReader):
         self.position = 0  # the implied position of what this side sent
         self.ok_at: int | None = None  # the position when RESUME_OK came (the server's count starts there)
         self._spans: dict[int, tuple] = {}  # stream -> (start, first fragment's end, hash) of a message begun
+        self.partial: set[int] = set()  # streams with a message of this side begun in fragments, not finished
 
     def feed(self, data: bytes | str) -> list[Frame]:
         if self.transport != "tcp":
@@ -135,6 +136,9 @@ class _Reader(RSocketReader):
             return None
         if getattr(frame, "follows", False):
             self.mentioned.add(frame.stream_id)  # a message begun: its stream is no longer one never used
+            self.partial.add(frame.stream_id)
+        else:
+            self.partial.discard(getattr(frame, "stream_id", 0))
         self.seen += self.monitor.observe(self.side, frame)
         if isinstance(frame, codec.Resume) or isinstance(frame, codec.Setup) and frame.resume_token is not None:
             self.session["resumable"] = True
@@ -330,7 +334,7 @@ class Rules(Base):
             return
         if self.test_client:
             if side == "client":
-                self.response_case.client(f, first_request and self.set_up)
+                self.response_case.client(f, first_request and self.set_up, ts)
             else:
                 self.response_case.server(f, ts)
         if side == "client":
@@ -478,6 +482,8 @@ class Rules(Base):
                                f"with stream {min(self.live[side])} still open")]
         if self.services and side == "client" and how == "FIN" and not any(self.cut.values()):
             found = self.stream_case.closed(ts, self.reaction, self.ended["server"] is not None)
+            if found is None and self.test_client and self.ended["server"] is None and "server" in self.readers:
+                found = self.response_case.left_mid_answer(ts, self.readers["server"].partial, self.reply)
             if found is not None:
                 return stalled + [("client", *found)]
         return stalled

@@ -28,7 +28,9 @@ is answered, and its exit ends the connection; the suite waits ``reply_ms`` for 
 ``reply_ms`` or more after the answer, with the client's side still open, proves it did not take
 that answer as the end (``ResponseCase``): filed under what the answer exercised, an ERROR
 [APPLICATION_ERROR] on the stream (rsocket-application-error-stream) or a PAYLOAD with N and no C
-(rsocket-response-payload-complete); a plain answer's stall breaks only the test case.  Likewise a
+(rsocket-response-payload-complete); a plain answer's stall breaks only the test case.  It waits for
+its answer at least ``reply_ms``: its close sooner, the answer begun in fragments and not finished,
+took a fragment for the whole answer (filed under what client-joins-fragments tests).  Likewise a
 SETUP the server rejects (ERROR[INVALID_SETUP], [UNSUPPORTED_SETUP] or [REJECTED_SETUP] on stream 0)
 ends any case: a test client still open ``close_ms`` later breaks rsocket-client-setup-rejected.
 And its `stream` case asks for more at once: a test client that has taken the items it asked for,
@@ -157,12 +159,13 @@ class ResponseCase:
     off: bool = False
     answered: float | None = None  # when the server answered the request
     answer: str = ""  # "error", "without C" or "complete"
+    asked: float = 0.0  # when the client sent its request
 
-    def client(self, f: dict, first_request: bool) -> None:
+    def client(self, f: dict, first_request: bool, ts: float = 0.0) -> None:
         kind = f["type"]
         if kind.startswith("REQUEST_") and kind != "REQUEST_N":
             if first_request and kind == "REQUEST_RESPONSE" and self.stream is None:
-                self.stream = f["stream"]
+                self.stream, self.asked = f["stream"], ts
             else:
                 self.off = True  # another case, or more than one request
         elif kind in ("CANCEL", "ERROR") and f["stream"] in (self.stream, 0):
@@ -177,6 +180,18 @@ class ResponseCase:
             self.answered, self.answer = ts, "complete" if f["complete"] else "without C"
         else:
             self.off = True
+
+    def left_mid_answer(self, ts: float, partial: set[int], wait: float) -> tuple[str, str] | None:
+        """(requirement, message) when the client ends the connection within ``wait`` of its request, its
+        answer begun in fragments and not finished: the case exits only once answered, and waits that long."""
+        if self.off or self.stream is None or self.answered is not None or self.stream not in partial \
+                or ts - self.asked >= wait:
+            return None
+        self.off = True
+        return ("rsocket-fragment-metadata-first",
+                f"the client's `request-response` test case ended the connection {ts - self.asked:.3f} s after its "
+                f"request, its answer on stream {self.stream} begun in fragments (F) and not finished: the case exits "
+                f"only once answered and waits at least {wait:g} s for it, so it took a fragment for the whole answer")
 
     def stalled(self, ts: float, wait: float) -> tuple[str, str] | None:
         """(requirement, message) when ``ts`` proves the client open ``wait`` or longer after its answer."""
