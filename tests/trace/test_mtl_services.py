@@ -174,12 +174,12 @@ def test_check_trace_fails_on_it_with_the_services_on_only(tmp_path, capsys):
 
 # -- RFC 23: "a ZMTP peer MUST accept protocol versions greater or equal to 3.0" ------------------
 
-def _closed_after_greeting(tmp_path, greeting: bytes, served: bool, services: str = "on"):
+def _closed_after_greeting(tmp_path, greeting: bytes, served: bool, services: str = "on", socket_type=b"REQ"):
     """The server greets, the client greets (``greeting``) and sends READY; the server answers READY
     (``served``) or closes first (its FIN before the client's)."""
     import dpkt
     from tests.trace.pcapfiles import conversation
-    moves = [("server", GREETING), ("client", greeting + _ready(b"REQ"))] + (
+    moves = [("server", GREETING), ("client", greeting + _ready(socket_type))] + (
         [("server", _ready(b"ROUTER"))] if served else [])
     segments = conversation(CLIENT, SERVER, moves, fin=False)
     sent = {side: sum(len(p) for s, p in moves if s == side) for side in ("client", "server")}
@@ -202,3 +202,6 @@ def test_a_close_after_a_zmtp_3_0_greeting_is_a_finding(tmp_path):
     assert len(greeting_31) == len(plain) == 64
     assert _closed_after_greeting(tmp_path, greeting_31, served=False) == []
     assert _closed_after_greeting(tmp_path, plain, served=False) == []
+    # a socket type a ROUTER does not pair with: the server may close for that
+    assert _closed_after_greeting(tmp_path, GREETING, served=False, socket_type=b"PUB") == []
+    assert _closed_after_greeting(tmp_path, GREETING, served=False, socket_type=b"DEALER") == [("server", "mtl-router")]

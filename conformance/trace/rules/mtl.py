@@ -108,6 +108,8 @@ class Rules(Base):
             if (kind == "greeting" and self.services and (f.get("major"), f.get("minor")) == (3, 0)
                     and f.get("mechanism") == "NULL" and not f.get("as_server")):
                 self.zmtp30 = ts  # the mechanism the service speaks, as a client
+            elif kind == "command" and f.get("command") == "READY" and f.get("socket_type") not in ("REQ", "DEALER"):
+                self.zmtp30 = None  # a socket type the service does not pair with: it may close for that
             return self._client(f, kind)
         if kind != "greeting":
             self.zmtp30 = None  # served
