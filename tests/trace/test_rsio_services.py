@@ -283,3 +283,19 @@ def test_a_goodbye_right_after_a_hello_of_130_extensions(tmp_path):
     assert _hello_findings(tmp_path, 130, SUBSCRIBED) == []
     # a one-byte count: not this rule
     assert _hello_findings(tmp_path, 3, GOODBYE) == []
+
+
+def test_a_goodbye_after_the_clients_end_is_not_judged(tmp_path):
+    varint_130 = bytes([0x82, 0x01])
+    hello = bytes([0x01, 0x00]) + varint_130 + b"".join(bytes([i]) if i < 128 else bytes([0x80 | i & 0x7F, i >> 7])
+                                                         for i in range(1, 131))
+    segments = conversation(CLIENT, SERVER, [("client", hello), ("server", SERVER_HELLO)], fin=False)
+    import dpkt
+    ends = len(hello), len(SERVER_HELLO)
+    segments += [(CLIENT, SERVER, 100 + 1 + ends[0], dpkt.tcp.TH_ACK | dpkt.tcp.TH_FIN, b""),
+                 (SERVER, CLIENT, 5100 + 1 + ends[1], dpkt.tcp.TH_ACK | dpkt.tcp.TH_PUSH, GOODBYE),
+                 (SERVER, CLIENT, 5100 + 1 + ends[1] + len(GOODBYE), dpkt.tcp.TH_ACK | dpkt.tcp.TH_FIN, b"")]
+    path = write_pcap(tmp_path / "eof.pcap", segments)
+    result = check_file(path, {SERVER[1]: "rsio"}, None, {}, test_services="on")
+    assert result.problems == []
+    assert "rsio-message-framing" not in [f.requirement for f in result.findings if f.sender == "server"]

@@ -387,6 +387,8 @@ class Rules(Base):
     # -- ends ----------------------------------------------------------------------------------
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
+        if side == "client":
+            self.refused.spoil()  # an ERROR may answer the end (one mid-frame owes the close, ERROR allowed)
         self.ended.add(side)
         self.last_ts = max(self.last_ts, ts)
         peer = other(side)

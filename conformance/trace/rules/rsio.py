@@ -272,6 +272,8 @@ class Rules(Base):
         return out
 
     def on_end(self, side: str, ts: float, how: str, pending: int):
+        if side == "client":
+            self.refused.spoil()  # a goodbye may answer the client's end
         peer = other(side)
         out = []
         if self.test_client and peer not in self.ended:

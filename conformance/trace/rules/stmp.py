@@ -130,6 +130,7 @@ class Rules(Base):
         self.quiet_since: float | None = None
         self.first_ping_window = (2 * self.interval + 3) * self.stretch()
         self.request_case = RequestTimeoutCase(params, self.stretch())  # judged when ``test_client``
+        self.oversized = False  # the client sent a message over the harness reader's limit
 
     # -- frames ------------------------------------------------------------------------------
 
@@ -320,6 +321,7 @@ class Rules(Base):
         if exc.code == "too-large":
             # over our reader's limit, not the spec's: the peer may answer it 0x26 with its ID (or 0)
             self.outstanding[side][getattr(exc, "message_id", None) or 0] += 1
+            self.oversized = self.oversized or side == "client"  # ... and may close for it: not judged
             return []
         out = super().on_error(side, exc, ts)
         if side == "client" and out and self.closed.get("server") is None and "client" not in self.blind:
@@ -395,7 +397,7 @@ class Rules(Base):
         received restarts that timeout.  Its close less than that timeout after the client's last whole
         message, nothing owed a close, breaks stmp-heartbeat-timeout (it counted only some traffic)."""
         if (not self.services or self.negotiation != "open" or self.must_close is not None or self.closed
-                or self.blind or "client" not in self.readers or self.readers["client"].pending):
+                or self.oversized or self.blind or "client" not in self.readers or self.readers["client"].pending):
             return []
         last = self.last_sent["client"]
         if not last or ts - last >= self.service_timeout:
