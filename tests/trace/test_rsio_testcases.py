@@ -139,3 +139,20 @@ def test_a_goodbye_for_what_the_server_sent_wrong_may_close_at_once(tmp_path):
     assert _client_findings(tmp_path, moves, quiet=0.01) == []
     # after test/fixed/8/4 served in full, the case's goodbye waits
     assert _client_findings(tmp_path, [*FIXED, ("client", GOODBYE)], quiet=0.01) == ["rsio-goodbye-orderly"]
+
+
+def test_a_goodbye_before_the_fixed_streams_end_took_valid_elements_for_an_error(tmp_path):
+    # the suite pauses before onComplete (client-fixed-and-packed): a goodbye then gave up on valid elements
+    moves = [("client", SUB_FIXED), ("server", SUBSCRIBED_FIXED), ("server", PACKED), ("client", GOODBYE),
+             ("server", GOODBYE)]
+    assert _client_findings(tmp_path, moves) == ["rsio-fixed-size"]
+    # ... or a close without one
+    assert _client_findings(tmp_path, moves[:3]) == ["rsio-fixed-size"]
+    # elements the test service would not send: a goodbye is the client's right
+    wrong = [("client", SUB_FIXED), ("server", SUBSCRIBED_FIXED), ("server", PACKED_WRONG), ("client", GOODBYE),
+             ("server", GOODBYE)]
+    assert "rsio-fixed-size" not in _client_findings(tmp_path, wrong)
+    # once the stream ended: the goodbye that ends the case
+    done = [("client", SUB_FIXED), ("server", SUBSCRIBED_FIXED), ("server", PACKED), ("server", COMPLETE),
+            ("client", GOODBYE), ("server", GOODBYE)]
+    assert _client_findings(tmp_path, done) == []

@@ -17,7 +17,10 @@ codec; split parts shown one by one as well), then the draft's rules a capture s
 * in a conformance run's capture (``services``), the test service says goodbye only where the profile
   owes one: its goodbye within prompt_ms of a valid clientHello listing 128 extensions or more (a
   count varint of two bytes), nothing on the connection owing one, misread it (refusal.Refusal);
-* on a connection a suite capture names as the target's client (``test_client``), the goodbye
+* on a connection a suite capture names as the target's client (``test_client``): its goodbye (or
+  close) within prompt_ms of the server's subscribed with an elementSize, only fixed-size elements
+  between and the stream not ended, took valid elements for an error (a case ends only once its
+  stream has; refusal.Refusal); the goodbye
   that ends a `fixed`, `large` or `error` test case once its stream was served
   (rsio_testcases.py), and a test client's wait after the goodbye that ends its case in order
   (`hello`, or a judged case's stream served) for the server's (at least silence_ms, as
@@ -102,6 +105,8 @@ class Rules(Base):
         self.prompt = self.suite_wait("prompt_ms")
         # with the test services on: the service says goodbye only where the profile owes one
         self.refused = Refusal("server", "goodbye", self.prompt)
+        # ... and a test client only once its case has ended, or where the profile owes one (test_client)
+        self.gave_up = Refusal("client", "goodbye", self.prompt)
         self.reported: set[tuple[str, str]] = set()
         self.ended: dict[str, float] = {}
         self.promises = ServicePromises()  # the test services' promises, judged when self.services
@@ -126,7 +131,24 @@ class Rules(Base):
         kind = f["type"]
         out = self._test_case(side, f, kind, ts) if self.test_client else []
         out += self._frame(side, f, kind, ts)
+        if self.test_client:
+            out += self._client_gave_up(side, f, kind, ts, out)
         return out + self._refusal(side, f, kind, ts, out) if self.services else out
+
+    def _client_gave_up(self, side: str, f: dict, kind: str, ts: float, out):
+        """A test client's goodbye right after the server's subscribed with an elementSize and the
+        fixed-size elements after it, before the stream ended, nothing wrong from the server: the
+        case ends only once its stream has."""
+        if any(o[0] == "server" for o in out) or "server" in self.goodbye or f.get("version", 0) != 0:
+            self.gave_up.spoil()
+        if side == "client":
+            return self.gave_up.refused(ts) if kind == "goodbye" else []
+        if kind == "subscribed" and f.get("elementSize"):
+            self.gave_up.sent(ts, ("rsio-fixed-size", f"the server's subscribed with elementSize {f['elementSize']} "
+                                   "and the fixed-size elements after it"))
+        elif kind not in ("onNext", "onNextPacked"):
+            self.gave_up.sent(ts, None)  # the stream ended (or something else came): a goodbye may be due
+        return []
 
     def _refusal(self, side: str, f: dict, kind: str, ts: float, out):
         """The test service's goodbye right after a clientHello whose extension count takes a varint of
@@ -261,8 +283,7 @@ class Rules(Base):
     # -- invalid bytes, ends -------------------------------------------------------------------
 
     def on_error(self, side: str, exc, ts: float):
-        if side == "client":
-            self.refused.spoil()  # invalid bytes: a goodbye is owed
+        (self.refused if side == "client" else self.gave_up).spoil()  # invalid bytes: a goodbye is owed
         out = super().on_error(side, exc, ts)
         peer = other(side)
         if exc.code not in _NOT_FATAL and peer not in self.blind:
@@ -277,6 +298,8 @@ class Rules(Base):
         peer = other(side)
         out = []
         if self.test_client and peer not in self.ended:
+            if side == "client":
+                out += self.gave_up.refused(ts, f"closed ({how})")
             if side == "client" and self.testcase.owed() and not self.blind:
                 out += self._case_broken(f"{self.testcase.what()}, and the client closed ({how}) without the goodbye "
                                          "that ends the case")
