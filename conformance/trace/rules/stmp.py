@@ -10,7 +10,9 @@ case makes its first move after the negotiation at once (a Request, its close) b
 which pings at an interval no longer than the suite's heartbeat_interval_ms: a test client that
 sends nothing and stays open for twice that and 3 s more (the wait of the case that grades it,
 times --time-scale) breaks stmp-heartbeat-send, judged when a later packet proves the wait.
-`request-timeout`'s close, early or never, is judged in stmp_testcases.py."""
+`request-timeout`'s close, early or never, is judged in stmp_testcases.py.  With the test services
+on, the service's close of a negotiated connection within its heartbeat timeout (the run's) of the
+client's last message, nothing owing a close, counted only some traffic (_closed_on_live_client)."""
 
 from __future__ import annotations
 

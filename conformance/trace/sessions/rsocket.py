@@ -24,17 +24,17 @@ proves is judged, and bytes in flight when a transport drops are never taken as 
 For a capture of a conformance run (the rules' ``services``), the test service's ``last-fnf``
 is judged across the connections to one server (``check_last_fnf``).
 
-A session whose SETUP connection is not in the capture is not judged, but in a conformance run's
-capture (``services``) a RESUME_OK to a token no SETUP of the capture carried breaks
-rsocket-resume-rejected: the suite resumes without a SETUP of its own only with tokens no run sets
-up; nor, from there on, one
+A session whose SETUP connection is not in the capture is not judged; nor, from there on, one
 whose RESUME or RESUME_OK names a position past all the capture shows sent (a connection of the
 session is missing), one cut by a gap, or one already found broken.  Except in a conformance run's
 capture (``services``), which holds every connection the suite made (traffic to the server the
 capture does not hold is what saying so rules out, as for last-fnf): there a RESUME_OK naming more
 than the client sent on all the session's connections (each from that one capture, whole, and
 none a resume whose client frames may have counted without a RESUME_OK shown) breaks
-rsocket-resume-ok-position.
+rsocket-resume-ok-position.  Such a capture also shows a RESUME_OK to a token no SETUP of it
+carried, which breaks rsocket-resume-rejected (the suite resumes without a SETUP of its own only
+with tokens no run sets up), and a target client's RESUME of a session after an
+ERROR[REJECTED_RESUME] it read, which breaks rsocket-resume-client-no-retry (``_read_refusal``).
 """
 
 from __future__ import annotations
