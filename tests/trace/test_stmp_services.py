@@ -135,3 +135,27 @@ def test_the_service_closing_within_its_timeout_of_the_last_notify(tmp_path):
     assert _closed(tmp_path, 3.5, params={"heartbeat_timeout_ms": 5000}) == ["stmp-heartbeat-timeout"]
     # not a conformance run's service: a server may close at any time
     assert _closed(tmp_path, 1.0, services="off") == []
+
+
+# -- what else the service pins: a Notify of another ACTION is never answered; it speaks 0.1 only --
+
+def _exchange(tmp_path, client: bytes, server: bytes, services: str, negotiated: bool = True):
+    moves = [data(CLIENT, 0, NEGOTIATE), data(SERVER, 0, NEGOTIATED)] if negotiated else []
+    offset = (len(NEGOTIATE), len(NEGOTIATED)) if negotiated else (0, 0)
+    segments = [*syns(), *moves, data(CLIENT, offset[0], client), data(SERVER, offset[1], server)]
+    path = write_pcap(tmp_path / f"stmp-{services}.pcap", segments)
+    result = check_file(path, {SERVER[1]: "stmp"}, None, {}, test_services=services)
+    assert result.problems == []
+    return [f.requirement for f in result.findings if f.sender == "server"]
+
+
+def test_a_response_right_after_a_notify_of_another_action_answers_it(tmp_path):
+    # NotFound (0x24) with ID 0, which no Request of the client's holds
+    assert _exchange(tmp_path, NOTIFY, _response(0, 0x24), "on") == ["stmp-notify-no-reply"]
+    assert _exchange(tmp_path, NOTIFY, _response(0, 0x24), "off") == ["stmp-reply-id"]
+
+
+def test_an_ok_to_an_offer_without_0_1_owed_version_not_supported(tmp_path):
+    offer_02 = bytes.fromhex("68" "0000" "00000000" "00000001" "02")  # versions: 0.2 (one byte, minor 2)
+    assert _exchange(tmp_path, offer_02, NEGOTIATED, "on", negotiated=False) == ["stmp-negotiation-refused"]
+    assert _exchange(tmp_path, offer_02, NEGOTIATED, "off", negotiated=False) == ["stmp-negotiation-ok"]

@@ -33,6 +33,7 @@ _OK, _BAD_REQUEST, _NOT_FOUND, _TOO_LARGE, _NOT_IMPLEMENTED, _VERSION_NOT_SUPPOR
 _RESERVED = range(0x01, 0x100)
 _RAW = 5
 _VERSION = "0.1"  # the one version docs/profiles/stmp.md defines ("The current version is 0.1")
+_NOTIFY_ECHO = 0x101  # the test service's one Notify it answers (with a Notify)
 
 
 def _frame(msg) -> Frame:
@@ -133,6 +134,7 @@ class Rules(Base):
         self.first_ping_window = (2 * self.interval + 3) * self.stretch()
         self.request_case = RequestTimeoutCase(params, self.stretch())  # judged when ``test_client``
         self.oversized = False  # the client sent a message over the harness reader's limit
+        self.client_last: tuple[str, int | None] = ("", None)  # the kind and ACTION of the client's last message
 
     # -- frames ------------------------------------------------------------------------------
 
@@ -153,6 +155,8 @@ class Rules(Base):
         else:
             out = []
         last[side] = ts
+        if side == "client" and f["kind"] != "ping":
+            self.client_last = (f["kind"], f.get("action"))
         if self.test_client and not self.blind and "client" not in self.closed:
             out += self._request_case(side, f, ts)
         if side == "server" and f["kind"] != "ping":
@@ -223,6 +227,10 @@ class Rules(Base):
                 self.quiet_since = ts if self.test_client else None
                 chosen = f.get("versions") or []
                 self.version = chosen[0] if len(chosen) == 1 else ""
+                if self.services and self.offered and _VERSION not in self.offered:
+                    return [("server", "stmp-negotiation-refused", f"the negotiation's Ok carries {chosen} to an "
+                             f"offer of {self.offered}, without {_VERSION}, the one version the test service speaks: "
+                             "VersionNotSupported was owed")]
                 if len(chosen) != 1 or self.offered and chosen[0] not in self.offered:
                     return [("server", "stmp-negotiation-ok", f"the negotiation's Ok carries the versions {chosen}, "
                              f"not one of those the client offered ({self.offered})")]
@@ -291,6 +299,10 @@ class Rules(Base):
         if f["id"] in self.responses_sent[peer]:
             return [(side, "stmp-response-fields", f"{_show(f)} replies to a Response the {peer} sent (ID {f['id']:#x}): "
                      "a Response is not answered", peer)]
+        if self.services and side == "server" and self.client_last[0] == "notify" \
+                and self.client_last[1] != _NOTIFY_ECHO:
+            return [(side, "stmp-notify-no-reply", f"{_show(f)} answers no Request of the client's: it came after the "
+                     f"client's Notify ACTION {self.client_last[1]:#x}, which the test service never answers", peer)]
         return [(side, "stmp-reply-id", f"{_show(f)} answers no outstanding request of the {peer} with ID {f['id']:#x}",
                  peer)]
 
