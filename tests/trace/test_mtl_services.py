@@ -205,3 +205,26 @@ def test_a_close_after_a_zmtp_3_0_greeting_is_a_finding(tmp_path):
     # a socket type a ROUTER does not pair with: the server may close for that
     assert _closed_after_greeting(tmp_path, GREETING, served=False, socket_type=b"PUB") == []
     assert _closed_after_greeting(tmp_path, GREETING, served=False, socket_type=b"DEALER") == [("server", "mtl-router")]
+
+
+# -- a Profile granted to a client that is not authenticated (not a service rule: any capture) --------
+
+AUTHORIZE_WRONG = b'{"mechanism":"PLAIN","response":"AGFsaWNlAHdyb25n"}'  # base64 of "\0alice\0wrong"
+PROFILE_TEST = b'{"profile":"test"}'
+OK_200 = b'{"status":"OK"}'
+
+
+def test_a_profile_granted_after_a_failed_authorize_owed_an_error_reply(tmp_path):
+    after_failed = _findings(tmp_path, (_request(b"Connection.Open"), _reply(b"201", READY_201)),
+                             (_request(b"Connection.Authorize", AUTHORIZE_WRONG), _reply(b"401", UNAUTHORIZED)),
+                             (_request(b"Connection.Profile", PROFILE_TEST), _reply(b"200", OK_200)), services="off")
+    assert after_failed == [("server", "mtl-control-error-reply", "MUST")]
+    # challenged by the Open's 401 and never authenticated: the challenge's rule
+    challenged = _findings(tmp_path, (_request(b"Connection.Open"), _reply(b"401", UNAUTHORIZED)),
+                           (_request(b"Connection.Profile", PROFILE_TEST), _reply(b"200", OK_200)), services="off")
+    assert challenged == [("server", "mtl-challenge", "MUST")]
+    # refused as owed
+    refused = _findings(tmp_path, (_request(b"Connection.Open"), _reply(b"201", READY_201)),
+                        (_request(b"Connection.Authorize", AUTHORIZE_WRONG), _reply(b"401", UNAUTHORIZED)),
+                        (_request(b"Connection.Profile", PROFILE_TEST), _reply(b"401", UNAUTHORIZED)), services="off")
+    assert refused == []

@@ -3,7 +3,8 @@ ZMTP reader for both roles (the client's control requests decoded by the referen
 codec, everything else by the harness's MTL reader), and what a capture shows of the server:
 an ill-formed control request is dropped, not answered (SHOULD); each reply read against the
 request it answers (REQ replies come in order): a request before Connection.Open served (200, 201,
-202 or 402), a Profile granted after a 401 with no 201 since, a
+202 or 402), a Profile granted after a 401 with no 201 since (after a failed Authorize's 401, an
+invalid request owed an error reply; else a challenge not kept), a
 SCRAM exchange ended by 201 before the client's empty last response, a malformed SCRAM
 server-first, a 202 whose port is not a number, a confirm full lease granted on the spec's "test"
 profile; on a data connection: no Content from a resource after a successful Response to its
@@ -64,6 +65,7 @@ class Rules(Base):
         super().__init__(transport, params)
         self.requests: deque[control.Request] = deque()  # well-formed control requests not yet answered
         self.challenged = False  # the last 401/201 was a 401: the client is not authenticated
+        self.failed_exchange = False  # ... a 401 answering a Connection.Authorize
         self.opened = False  # a Connection.Open was answered 201 or 401 (the ZMTP reader saw the connection start)
         self.profile = ""  # the profile the last 200 to Connection.Profile selected
         self.last_client = 0.0  # when the client's last frame ended
@@ -150,7 +152,12 @@ class Rules(Base):
                      "client never opened it: Connection.Open comes first", "client")]
         if code in (401, 201):
             self.challenged = code == 401
+            self.failed_exchange = code == 401 and key == control.AUTHORIZE
         if key == control.PROFILE and code == 200:
+            if self.challenged and self.failed_exchange:
+                return [("server", "mtl-control-error-reply", "Connection.Profile was granted (200) after the "
+                         "client's Connection.Authorize failed (401), with no 201 since: a failed exchange leaves the "
+                         "client unauthenticated, and its request, invalid then, is owed an error reply", "client")]
             if self.challenged:
                 return [("server", "mtl-challenge", "Connection.Profile was granted (200) to a client the server "
                          "challenged (401) and that has not authenticated since (no 201)", "client")]
