@@ -66,7 +66,10 @@ EXACT = {
                       # the test service sends ERROR only where the profile owes one (rules/micromessage2.py,
                       # rules/refusal.py): its ERROR right after a short subscribe with LARGE_PAYLOAD, or after an
                       # ack across the wrap the window took
-                      "command-ignores-large", "ack-check-ignores-wrap"},
+                      "command-ignores-large", "ack-check-ignores-wrap",
+                      # an EXTENSION frame on an ID the final handshake gave no extension (mm2-extension-index:
+                      # client-acks-messages tests that the client acks on batch-ack's ID)
+                      "acks-on-an-unused-extension-id"},
     "rsio": {  # the test clients' cases (rules/rsio_testcases.py): after test/error's onError, or test/large's
              # element in parts and onComplete, the client closes without the goodbye that ends its case
              "on-error-ignored", "parts-not-joined", "empty-last-part-skipped",
@@ -101,7 +104,11 @@ EXACT = {
             "fixed-server-transient", "fan-out-to-one",
             # the broker of a conformance run answers within the suite's reply_ms: the ERROR the second
             # malformed message is owed never comes, the client closing a wait later
-            "odd-headers-stop-serving"},
+            "odd-headers-stop-serving",
+            # the broker dropped the heartbeating client (nothing proves it received the PUT after): then the
+            # client's 5 s wait for the MESSAGE is a quiet present client the broker never NOOPs (mc0-noop-timing,
+            # the TTL's two intervals, which traffic-keeps-client-present and put-keeps-client-present test)
+            "noop-not-heard", "only-noop-heard"},
     "mtl": {"content-after-dismiss", "summon-twice-ok", "answers-ill-formed", "skips-402", "server-first-no-iterations",
             "server-final-in-201", "confirm-full-on-test", "port-as-string", "profile-before-auth", "no-dead-peer",
             "authorize-before-open",
@@ -164,12 +171,14 @@ EXACT = {
                 # fragments, within the reply_ms it waits (client-joins-fragments pauses after the first)
                 "client/fragments-not-joined",
                 # across connections (conformance/trace/sessions/rsocket.py)
-                "resume-ok-sent-position", "resume-lease-not-restarted"},
+                "resume-ok-sent-position", "resume-lease-not-restarted",
+                # dropping an EXT of unknown type with I set is the spec's "frames not accounted for MUST be
+                # ignored" (rsocket-unaccounted-ignored, which ext-ignorable-dropped and client-ignorable-ext
+                # test beside rsocket-ignore-flag); and the frames after RESUME_OK going on from the client's
+                # position (rsocket-resume-server-implied-position, which resume-replays-missed-frames tests)
+                "server/ignorable-ext-closes", "client/ignorable-ext-closes", "resume-no-replay"},
 }
 OTHER = {
-    # the broker dropped the heartbeating client (nothing proves it received the PUT after): then the
-    # client's 5 s wait for the MESSAGE is a quiet present client the broker never NOOPs
-    "mc0": {"noop-not-heard": "mc0-noop-timing", "only-noop-heard": "mc0-noop-timing"},
     "stmp": {"kind-bits-swapped": "stmp-field-order"},
     # rsio: the one-byte packed count leaves bytes that do not frame (rsio-message-framing, where the case
     # names rsio-fixed-size); the one-byte onNext length leaves the element's bytes read as a message of an
@@ -177,22 +186,12 @@ OTHER = {
     # rsio-message-framing)
     "rsio": {"packed-count-u8": "rsio-message-framing", "onnext-length-u8": "rsio-serialization-format"},
     "micromessage2": {"large-threshold-512": "mm2-flags-byte",
-                      # an EXTENSION frame on an ID the final handshake gave no extension
-                      "acks-on-an-unused-extension-id": "mm2-extension-index",
                       # the one-byte length (339 & 0xFF) cuts the type frame short: its rest is read as frames
                       # with reserved flags
                       "extension-large-unset": "mm2-flags-byte"},
-    # the case names rsocket-ignore-flag, the MAY of closing on a frame *without* I: dropping an EXT
-    # of unknown type with I set is the spec's "frames not accounted for MUST be ignored"
-    "rsocket": {"server/ignorable-ext-closes": "rsocket-unaccounted-ignored",
-                # likewise the client's ERROR[CONNECTION_ERROR] answering an EXT with I (client-ignorable-ext)
-                "client/ignorable-ext-closes": "rsocket-unaccounted-ignored",
-                # the case names rsocket-resume-replay, a MAY the profile grades MUST; the MUST the
-                # capture shows broken is that the frames after RESUME_OK go on from the client's position
-                "resume-no-replay": "rsocket-resume-server-implied-position",
-                # a METADATA_PUSH with M clear does not decode: the rules file a frame that does not decode
-                # under the framing requirement (Rules.FRAMING), not under the METADATA_PUSH ones the case names
-                "metadata-push-m-clear": "rsocket-frame-length-prefix"},
+    # a METADATA_PUSH with M clear does not decode: the rules file a frame that does not decode under the
+    # framing requirement (Rules.FRAMING), not under the METADATA_PUSH ones the case names
+    "rsocket": {"metadata-push-m-clear": "rsocket-frame-length-prefix"},
 }
 #: per protocol, the bugs the passive rules cannot see and why (every bug of a protocol named here
 #: is in EXACT, OTHER or here)
