@@ -23,6 +23,11 @@ from conformance.registry import NAMES
 MODULES = {name: f"conformance.trace.rules.{name}" for name in NAMES}
 
 
+def run_or_lenient(params: dict, adapter, name: str, pick) -> float:
+    """Rules.run_or_lenient for code that holds only the run's ``params``."""
+    return params.get(name, pick(adapter.params[name], adapter.ref_params[name])) / 1000
+
+
 class Rules:
     """The default of every hook: frames decode with the protocol's reader, a codec error names
     the requirement ``ERRORS`` maps its code to (else ``FRAMING``), nothing else is checked."""
@@ -60,6 +65,12 @@ class Rules:
         if name in self.params:
             return self.params[name] / 1000
         return default * self.stretch() / 1000
+
+    def run_or_lenient(self, adapter, name: str, pick) -> float:
+        """An adapter parameter (s) that a rule may only take as the run gave it: the run's or the user's
+        (``params``), else ``pick`` (min or max, whichever can only miss a finding) of the adapter's
+        default and the reference's ref_params (a run against the reference uses those)."""
+        return run_or_lenient(self.params, adapter, name, pick)
 
     def stretch(self) -> float:
         """How much a --time-scale stretched the run's waits, as the recorded ``expect_ms`` says (at least 1)."""

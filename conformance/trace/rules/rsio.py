@@ -118,8 +118,7 @@ class Rules(Base):
         # the least a test client waits for the answer to its goodbye: the run's silence_ms (the case
         # client-waits-for-goodbye answers after it), else the shorter of the adapter's (a run against the
         # reference uses its ref_params): never a wait the run did not give
-        self.goodbye_wait = params.get("silence_ms", min(ADAPTER.params["silence_ms"],
-                                                         ADAPTER.ref_params["silence_ms"])) / 1000
+        self.goodbye_wait = self.run_or_lenient(ADAPTER, "silence_ms", min)
 
     def new_reader(self, side: str):
         return _Reader()

@@ -121,8 +121,7 @@ class Rules(Base):
         self.timeout = params.get("heartbeat_timeout_ms", 15000) / 1000
         # with the test services on: the service's timeout is the run's, else at least the shorter of the
         # adapter's default and the reference's (a run against the reference uses its ref_params)
-        self.service_timeout = params.get("heartbeat_timeout_ms", min(ADAPTER.params["heartbeat_timeout_ms"],
-                                                                      ADAPTER.ref_params["heartbeat_timeout_ms"])) / 1000
+        self.service_timeout = self.run_or_lenient(ADAPTER, "heartbeat_timeout_ms", min)
         # a server acts on its heartbeat timeout within a heartbeat interval (its timer's tick) and the prompt
         self.timeout_slack = max(self.interval, self.prompt)
         self.timed_out = False

@@ -21,17 +21,14 @@ adapter's default and the reference's, the late one the longer: never stricter t
 from __future__ import annotations
 
 from conformance.protocols.stmp import ADAPTER
-
-
-def _ms(params: dict, name: str, pick) -> float:
-    return params.get(name, pick(ADAPTER.params[name], ADAPTER.ref_params[name])) / 1000
+from conformance.trace.rules import run_or_lenient
 
 
 class RequestTimeoutCase:
     def __init__(self, params: dict, stretch: float) -> None:
-        self.early = _ms(params, "request_timeout_ms", min) - 0.25
-        self.late = (_ms(params, "request_timeout_ms", max) + 3) * stretch
-        self.heartbeat_timeout = _ms(params, "heartbeat_timeout_ms", min)
+        self.early = run_or_lenient(params, ADAPTER, "request_timeout_ms", min) - 0.25
+        self.late = (run_or_lenient(params, ADAPTER, "request_timeout_ms", max) + 3) * stretch
+        self.heartbeat_timeout = run_or_lenient(params, ADAPTER, "heartbeat_timeout_ms", min)
         self.waiting: tuple[float, int] | None = None  # (when, ID) of the Request the server left unanswered
         self.server_spoke = 0.0  # when the server last sent a message
         self.judged = False
