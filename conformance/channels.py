@@ -11,6 +11,8 @@ to the case's wire log.
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -60,6 +62,7 @@ class TcpChannel:
         self.closed = False
         self._tap = capture.tap(writer, suite_role)  # `conformance run --pcap`: None otherwise
         self._kept: list[bytes] = []  # what the close drained that a recv without --pcap would still get
+        self._half_closed = False  # the suite's FIN went before its close
 
     @classmethod
     async def open(cls, url: str, log: WireLog, timeout: float) -> "TcpChannel":
@@ -135,7 +138,7 @@ class TcpChannel:
     async def half_close(self) -> None:
         if self._tap:
             self._tap.ended(by_suite=True)
-        self._write_eof()
+        self._half_closed = self._write_eof() or self._half_closed
 
     def _write_eof(self) -> bool:
         if self._writer.can_write_eof():
@@ -173,6 +176,21 @@ class TcpChannel:
         reader._buffer.clear()  # bytes the drain left unread: without --pcap none of them is read either
         self._tap.ended(by_suite=True)  # a peer still sending after the deadline: the suite closes anyway
 
+    def _peer_ended(self) -> bool:
+        return self.closed or self._reader._eof or self._reader.exception() is not None
+
+    def _reset(self) -> None:
+        """Makes the close that follows abortive (RST: SO_LINGER 0): the suite gives up on a peer
+        that kept its side open after the suite's FIN.  A close after that FIN would put nothing
+        more on the wire, so a capture could not tell 'never closed' from 'closed later'; the RST
+        stamps when the suite gave up, and frees the peer's side at once."""
+        self._log.note("the peer kept its side open after the suite's FIN: closing with RST")
+        sock = self._writer.get_extra_info("socket")
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except (OSError, AttributeError):
+            pass
+
     async def _read_for_capture(self) -> bytes | None:
         """One read recorded in the capture alone; None once the peer has ended (FIN or RST)."""
         try:
@@ -189,6 +207,13 @@ class TcpChannel:
     async def close(self) -> None:
         if self._tap:
             await self._drain()
+        abort = self._half_closed and not self._peer_ended()
+        if abort:
+            self._reset()
+            self._half_closed = False  # a second close has nothing left to reset
+        if self._tap:
+            if abort:
+                self._tap.aborted()
             self._tap = None  # the capture of this connection ends here (a later EOF is the suite's own close)
         self._writer.close()
         try:

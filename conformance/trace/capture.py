@@ -83,6 +83,10 @@ class Tap:
         if not any(e[1] == side and isinstance(e[2], str) for e in self.conn.events):
             self.conn.events.append((time.monotonic(), side, how))
 
+    def aborted(self) -> None:
+        """The suite's RST after its own FIN (channels.TcpChannel._reset), as the wire has it."""
+        self.conn.events.append((time.monotonic(), self.suite, "RST"))
+
 
 def start() -> Recorder:
     global _ACTIVE

@@ -81,6 +81,9 @@ class _LazyObserver:
     def end(self, sender, ts, how) -> None:
         self._call("end", sender, ts, how)
 
+    def abort(self, sender, ts) -> None:
+        self._call("abort", sender, ts)
+
     def _call(self, method: str, *args) -> None:
         if self.observer is None:
             self.early.append((method, args))

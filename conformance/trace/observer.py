@@ -71,6 +71,9 @@ class Observer:
                          self.boundary[sender], frame=self.count[sender])
         self._report(sender, self.rules.on_end(sender, ts, how, pending), self.boundary[sender])
 
+    def abort(self, sender: str, ts: float) -> None:
+        self._report(sender, self.rules.on_abort(sender, ts), self.boundary[sender])
+
     def finish(self) -> None:
         self._report(SERVER, self.rules.on_finish(), None)
         for (frame, offset, span), violation in self.rules.on_finish_at():

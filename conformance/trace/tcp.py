@@ -26,6 +26,7 @@ class Sink(Protocol):
     def data(self, sender: str, ts: float, offset: int, data: bytes) -> None: ...
     def gap(self, sender: str, offset: int, reason: str) -> None: ...
     def end(self, sender: str, ts: float, how: str) -> None: ...  # how: "FIN" or "RST"
+    def abort(self, sender: str, ts: float) -> None: ...  # an RST after the sender's FIN
 
 
 @dataclass
@@ -37,6 +38,7 @@ class _Direction:
     pending_bytes: int = 0
     broken: bool = False  # a gap was reported: nothing more is delivered
     ended: bool = False
+    aborted: bool = False  # an RST came after its FIN
 
 
 class Connection:
@@ -60,6 +62,11 @@ class Connection:
         d = self.dirs[CLIENT if seg.src == self.client else SERVER]
         if seg.syn:
             d.isn = seg.seq
+            return
+        if d.ended and seg.rst and not d.broken and not d.aborted:
+            d.aborted = True  # an RST after the side's FIN: when it gave up on a peer still open
+            self.sink.abort(d.sender, seg.ts)
+            self.closed = True
             return
         if d.broken or d.ended and not seg.payload:
             return

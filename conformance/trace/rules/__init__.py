@@ -98,6 +98,10 @@ class Rules:
     def on_end(self, side: str, ts: float, how: str, pending: int):
         return []
 
+    def on_abort(self, side: str, ts: float):
+        """An RST after the side's FIN: the moment it gave up on a peer that kept its side open."""
+        return []
+
     def on_gap(self, side: str) -> None:
         """The rules see no more of this side's frames (a capture gap, bytes that do not decode): the
         side is in ``blind`` from now on (a rules class that does more calls this first)."""

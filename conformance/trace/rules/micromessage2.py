@@ -116,6 +116,7 @@ class Rules(Base):
         self.unread: deque = deque(maxlen=_KEPT)
         self.last_ts = 0.0
         self.close_window = self.suite_wait("close_ms")
+        self.ended_mid_frame: tuple[float, int] | None = None  # (when, bytes of the frame) of the client's FIN
         # with the test services on: test/push's messages still owed, and how long the server may sit on them
         self.push = PushStall(self.suite_wait("expect_ms"))
         # with the test services on: (since, what) of a client message requiring an extension the test
@@ -402,11 +403,24 @@ class Rules(Base):
             out += self._push_stalled(f"the client closed ({how})", ts)
             if pending:
                 out += self._read_timeout_kept(ts, how, pending)
+                self.ended_mid_frame = (ts, pending) if how == "FIN" else None
         since = self.error_at.get(peer)
         if since is None or peer in self.ended or ts - since < self.prompt:
             return out
         return out + self._once(peer, "mm2-error-frame", f"the {peer} kept the connection open {ts - since:.3f} s "
                                 f"after it received an ERROR frame; the {side} closed it ({how})")
+
+    def on_abort(self, side: str, ts: float):
+        """The client's RST after its FIN inside a frame, the server's side still open a close window
+        later: a stream that ends mid-frame is closed (ERROR first allowed; docs/profiles)."""
+        if side != "client" or self.ended_mid_frame is None or "server" in self.ended or "server" in self.blind:
+            return []
+        since, pending = self.ended_mid_frame
+        if ts - since < self.close_window:
+            return []
+        return self._once("server", "mm2-payload-length", f"the client's stream ended (FIN) {pending} bytes into a "
+                          f"frame, and the server kept its side open for {ts - since:.3f} s (the close window is "
+                          f"{self.close_window:.3f} s), until the client gave up (RST)")
 
     def _unanswered(self, side: str, ts: float, how: str, pending: int):
         """The server owes ERROR (owed_error): it closed without one, or the client closed a close window
