@@ -149,9 +149,8 @@ class Rules(Base):
     def _refusal(self, side: str, f, ts: float, out):
         """The client's frames the test service takes (a short COMMAND with LARGE_PAYLOAD; an ack across
         the wrap the window took), while nothing owed an ERROR; the server's ERROR right after one."""
-        if (any(o[0] == "client" for o in out) or self.owed_error or self.must_error or self.bad_list
-                or self.client_lacking or "server" in self.error_at):
-            self.refused.spoil()
+        self.refused.spoil_if(out, bool(self.owed_error or self.must_error or self.bad_list or self.client_lacking
+                                        or "server" in self.error_at))
         kind = f.get("frame")
         if side == "server":
             return self.refused.refused(ts) if kind == "error" else []

@@ -20,6 +20,12 @@ class Refusal:
     def spoil(self) -> None:
         self.spoiled, self.last = True, None
 
+    def spoil_if(self, findings, owed: bool = False) -> None:
+        """Spoils the watch when one of ``findings`` is against the watched side (something wrong it
+        sent may owe the refusal), or when ``owed`` (something else on the connection may)."""
+        if owed or any(o[0] != self.refuser for o in findings):
+            self.spoil()
+
     def sent(self, ts: float, exercises: tuple[str, str] | None) -> None:
         self.last = None if self.spoiled or exercises is None else (ts, *exercises)
 

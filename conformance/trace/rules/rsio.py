@@ -138,8 +138,7 @@ class Rules(Base):
         """A test client's goodbye right after the server's subscribed with an elementSize and the
         fixed-size elements after it, before the stream ended, nothing wrong from the server: the
         case ends only once its stream has."""
-        if any(o[0] == "server" for o in out) or "server" in self.goodbye or f.get("version", 0) != 0:
-            self.gave_up.spoil()
+        self.gave_up.spoil_if(out, "server" in self.goodbye or f.get("version", 0) != 0)
         if side == "client":
             return self.gave_up.refused(ts) if kind == "goodbye" else []
         if kind == "subscribed" and f.get("elementSize"):
@@ -152,9 +151,7 @@ class Rules(Base):
     def _refusal(self, side: str, f: dict, kind: str, ts: float, out):
         """The test service's goodbye right after a clientHello whose extension count takes a varint of
         two bytes or more, the client's later messages valid and nothing owing a goodbye."""
-        if (any(o[0] == "client" for o in out) or "server" in self.must_close or "client" in self.goodbye
-                or f.get("version", 0) != 0):
-            self.refused.spoil()
+        self.refused.spoil_if(out, "server" in self.must_close or "client" in self.goodbye or f.get("version", 0) != 0)
         if side == "server":
             return self.refused.refused(ts) if kind == "goodbye" else []
         extensions = f.get("extensions") or ()
