@@ -10,7 +10,8 @@ PARAMS = {"request_timeout_ms": 2000, "heartbeat_timeout_ms": 3000}
 
 
 def _case(**params):
-    case = RequestTimeoutCase({**PARAMS, **params}, 1.0)
+    run = {**PARAMS, **params}
+    case = RequestTimeoutCase(run, 1.0, run["heartbeat_timeout_ms"] / 1000)
     case.server_message(10.0, "response")  # the negotiation's Ok
     case.client_request(10.1, 1)
     return case
@@ -46,7 +47,7 @@ def test_a_server_message_after_the_request_is_another_case():
 
 def test_unrecorded_timeouts_are_never_stricter_than_the_run():
     from conformance.protocols.stmp import ADAPTER
-    case = RequestTimeoutCase({}, 1.0)
+    case = RequestTimeoutCase({}, 1.0, 15.0)
     shortest = min(ADAPTER.params["request_timeout_ms"], ADAPTER.ref_params["request_timeout_ms"]) / 1000
     longest = max(ADAPTER.params["request_timeout_ms"], ADAPTER.ref_params["request_timeout_ms"]) / 1000
     assert (case.early, case.late) == (shortest - 0.25, longest + 3)

@@ -131,7 +131,7 @@ class Rules(Base):
         # a test client silent since the negotiation's Ok (when), until it moves; judged once
         self.quiet_since: float | None = None
         self.first_ping_window = (2 * self.interval + 3) * self.stretch()
-        self.request_case = RequestTimeoutCase(params, self.stretch())  # judged when ``test_client``
+        self.request_case = RequestTimeoutCase(params, self.stretch(), self.service_timeout)  # judged when ``test_client``
         self.oversized = False  # the client sent a message over the harness reader's limit
         self.client_last: tuple[str, int | None] = ("", None)  # the kind and ACTION of the client's last message
 

@@ -25,10 +25,11 @@ from conformance.trace.rules import run_or_lenient
 
 
 class RequestTimeoutCase:
-    def __init__(self, params: dict, stretch: float) -> None:
+    def __init__(self, params: dict, stretch: float, heartbeat_timeout: float) -> None:
+        """``heartbeat_timeout``: the shortest the client's may be (Rules.service_timeout's value)."""
         self.early = run_or_lenient(params, ADAPTER, "request_timeout_ms", min) - 0.25
         self.late = (run_or_lenient(params, ADAPTER, "request_timeout_ms", max) + 3) * stretch
-        self.heartbeat_timeout = run_or_lenient(params, ADAPTER, "heartbeat_timeout_ms", min)
+        self.heartbeat_timeout = heartbeat_timeout
         self.waiting: tuple[float, int] | None = None  # (when, ID) of the Request the server left unanswered
         self.server_spoke = 0.0  # when the server last sent a message
         self.judged = False
