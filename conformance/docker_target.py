@@ -8,6 +8,7 @@ test case it cannot know.  Its log is attached to every case that did not pass.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from conformance.extras import missing_extra
 from conformance.target_base import TCP_CARRIED, ClientLauncher, Target, TargetError
@@ -71,7 +72,15 @@ class DockerTarget(Target):
         image = self.image
 
         async def launch(testcase: str, url: str) -> int:
-            run = await asyncio.to_thread(start_client, image, protocol, testcase, url)
+            starting = asyncio.ensure_future(asyncio.to_thread(start_client, image, protocol, testcase, url))
+            try:
+                run = await asyncio.shield(starting)
+            except asyncio.CancelledError:
+                # the case ended while its container was being started: the start's thread goes on
+                # and the container exists once it returns, so it is removed then, not left running
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread((await starting).remove)
+                raise
             try:
                 # polled here rather than waited on in a thread: when the case is over (or its
                 # deadline passed) the runner cancels this, and the container goes at once

@@ -106,6 +106,44 @@ def test_port_already_in_use_is_refused(stmp_image: str) -> None:
             ContainerTarget(stmp_image, "stmp", port=squatter.getsockname()[1]).start()
 
 
+def test_a_case_that_ends_while_its_client_container_starts_removes_it(monkeypatch) -> None:
+    """The race the engine test above can hit on a slow machine: the container is listed while
+    start_client is still in its thread, and the runner's cancel lands then.  The start is slowed
+    here on purpose, so the cancel always lands inside it (no engine needed)."""
+    import asyncio
+    import threading
+
+    from conformance.docker_target import DockerTarget
+    from conformance.images import container
+
+    removed, started = threading.Event(), threading.Event()
+
+    class _SlowRun:
+        def exit_code(self):
+            return None
+
+        def remove(self):
+            removed.set()
+
+    def slow_start(*args):
+        started.set()
+        time.sleep(0.5)
+        return _SlowRun()
+
+    monkeypatch.setattr(container, "start_client", slow_start)
+    launch = DockerTarget("any-image").own_client_launcher("stmp")
+
+    async def case_ends_during_the_start() -> None:
+        task = asyncio.ensure_future(launch("anything", "tcp://127.0.0.1:9"))
+        await asyncio.to_thread(started.wait, 5)
+        task.cancel()
+        results = await asyncio.gather(task, return_exceptions=True)
+        assert isinstance(results[0], asyncio.CancelledError)
+        assert removed.is_set(), "the container whose start the cancel interrupted was left running"
+
+    asyncio.run(case_ends_during_the_start())
+
+
 def test_a_client_container_still_running_when_its_case_ends_is_removed(
         shell_image: Callable[[str, str], str], docker_engine) -> None:
     import asyncio
