@@ -38,7 +38,6 @@ class _Direction:
     pending_bytes: int = 0
     broken: bool = False  # a gap was reported: nothing more is delivered
     ended: bool = False
-    aborted: bool = False  # an RST came after its FIN
 
 
 class Connection:
@@ -63,8 +62,8 @@ class Connection:
         if seg.syn:
             d.isn = seg.seq
             return
-        if d.ended and seg.rst and not d.broken and not d.aborted:
-            d.aborted = True  # an RST after the side's FIN: when it gave up on a peer still open
+        if d.ended and seg.rst and not d.broken and not self.closed:
+            # an RST after the side's FIN: when it gave up on a peer still open (and the connection's end)
             self.sink.abort(d.sender, seg.ts)
             self.closed = True
             return

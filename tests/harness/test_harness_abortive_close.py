@@ -14,7 +14,7 @@ import pytest
 
 from conformance.channels import TcpChannel
 from conformance.trace import capture
-from conformance.wirelog import WireLog
+from conformance.wirelog import NOTE, WireLog
 
 
 _TCP_STATES = {7: "CLOSE", 8: "CLOSE_WAIT", 9: "LAST_ACK"}  # include/net/tcp_states.h
@@ -69,7 +69,7 @@ async def _session(peer: _Peer, half_close: bool, wait_for_peer: bool = True) ->
 
 
 def _notes(log: WireLog) -> str:
-    return repr(log.__dict__)
+    return "\n".join(str(e.data) for e in log.entries if e.direction == NOTE)
 
 
 def test_a_peer_still_open_after_the_suites_fin_is_reset():

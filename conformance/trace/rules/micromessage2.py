@@ -402,7 +402,7 @@ class Rules(Base):
             out += self._push_stalled(f"the client closed ({how})", ts)
             if pending:
                 out += self._read_timeout_kept(ts, how, pending)
-                self.ended_mid_frame = (ts, pending) if how == "FIN" else None
+                self.ended_mid_frame = (ts, pending)  # an RST after it (on_abort) dates the server's close
         since = self.error_at.get(peer)
         if since is None or peer in self.ended or ts - since < self.prompt:
             return out
