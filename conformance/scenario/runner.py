@@ -22,7 +22,7 @@ from conformance.protocols.base import Frame, ProtocolAdapter, TargetFault
 from conformance.protocols.frame_specs import EXPECT_OPTIONS
 from conformance.scenario.loader import Case
 from conformance.scenario.timing import SUITE_WAITS
-from conformance.scenario.values import ValueError_, has_expression, millis, substitute
+from conformance.scenario.values import ValueError_, has_expression, millis, substitute, unique_payloads
 from conformance.suite_server import SuiteServer
 from conformance.wirelog import RECEIVED, SENT, WireLog
 from reference_impl.common.errors import CodecError
@@ -273,7 +273,8 @@ class CaseRunner:
         self.step_done_at = time.monotonic()
         try:
             deadline_ms = self._wait_ms(self.case.timeout_ms)  # may follow the target's timers
-            await asyncio.wait_for(self._steps(self.case.steps, {}, 0), deadline_ms / 1000)
+            with unique_payloads(self.case.id):
+                await asyncio.wait_for(self._steps(self.case.steps, {}, 0), deadline_ms / 1000)
         except _CaseOver:
             pass
         except _Verdict as verdict:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import ast
 import keyword
 import operator
+import re
+import secrets
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache, partial
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
         ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv}
@@ -153,6 +157,22 @@ def pattern_bytes(size: int, offset: int = 0) -> bytes:
     return block * reps + block[:rest]
 
 
+#: the case run ``{unique: TEXT}`` payloads belong to: its id and a nonce (the runner's unique_payloads)
+_UNIQUE_SCOPE: ContextVar[str] = ContextVar("unique_scope", default="no-case " + secrets.token_hex(6))
+#: the end of a ``{unique: TEXT}`` payload: " [<case id> <12 hex digits>]"
+UNIQUE_SUFFIX = re.compile(rb" \[[!-Z^-~]+ [0-9a-f]{12}\]\Z")
+
+
+@contextmanager
+def unique_payloads(case_id: str) -> Iterator[None]:
+    """``{unique: TEXT}`` payloads inside belong to one run of the case ``case_id``: a fresh scope."""
+    token = _UNIQUE_SCOPE.set(f"{re.sub(r'[^!-Z^-~]', '_', case_id)} {secrets.token_hex(6)}")
+    try:
+        yield
+    finally:
+        _UNIQUE_SCOPE.reset(token)
+
+
 def build_payload(spec: Any) -> bytes:
     if spec is None:
         return b""
@@ -165,9 +185,14 @@ def build_payload(spec: Any) -> bytes:
             return bytes.fromhex(spec["hex"].replace(" ", ""))
         if "utf8" in spec:
             return spec["utf8"].encode("utf-8")
+        if "unique" in spec:
+            # a body no other case, run or capture holds, so that a capture shows which Content is which
+            # (trace/rules/mtl_contents.py): the text, then the case run's scope
+            return f"{spec['unique']} [{_UNIQUE_SCOPE.get()}]".encode("utf-8")
         if "size" in spec:
             return pattern_bytes(spec["size"], spec.get("offset", 0))
-    raise ValueError_(f"a payload is a string, {{hex: ...}}, {{utf8: ...}}, {{size: N}} or saved bytes; got {spec!r}")
+    raise ValueError_(f"a payload is a string, {{hex: ...}}, {{utf8: ...}}, {{unique: ...}}, {{size: N}} or saved "
+                      f"bytes; got {spec!r}")
 
 
 def payload_matches(spec: Any, data: bytes | None) -> tuple[bool, str]:

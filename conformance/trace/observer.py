@@ -85,17 +85,19 @@ class Observer:
         # a session lives on one server: the same key at another address is another session
         where = {"connection": self.connection, "endpoints": self.endpoints, "transport": self.transport}
         self.facts = [(self.protocol, f"{self._server_of(fact)} {key}",
-                       {**{k: v for k, v in fact.items() if k != "server_port"}, **where})
+                       {**{k: v for k, v in fact.items() if k not in ("server_port", "host_wide")}, **where})
                       for key, fact in self.rules.session_facts()]
 
     def _server_of(self, fact: dict) -> str:
-        """The server address a fact's session lives at: this connection's, or the same host at the
+        """The server address a fact's session lives at: this connection's, the same host at the
         port the fact names (``server_port``: an MTL lease a control connection granted is the
-        session of the data port its 202 named)."""
+        session of the data port its 202 named), or the host alone (``host_wide``: what crosses
+        every port of the server, such as MTL Contents routed from writers to readers)."""
+        host = self.endpoints[SERVER].rsplit(':', 1)[0]
+        if fact.get("host_wide"):
+            return host
         port = fact.get("server_port")
-        if port is None:
-            return self.endpoints[SERVER]
-        return f"{self.endpoints[SERVER].rsplit(':', 1)[0]}:{port}"
+        return self.endpoints[SERVER] if port is None else f"{host}:{port}"
 
     # -- decoding ------------------------------------------------------------------------------
 

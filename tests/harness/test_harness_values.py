@@ -3,7 +3,9 @@ from __future__ import annotations
 import pytest
 
 from conformance.grading import Grade, grade_for_violation, worst
-from conformance.scenario.values import ValueError_, build_payload, evaluate, millis, pattern_bytes, payload_matches
+from conformance.scenario.values import (
+    UNIQUE_SUFFIX, ValueError_, build_payload, evaluate, millis, pattern_bytes, payload_matches, unique_payloads,
+)
 
 
 def test_expressions_are_integer_arithmetic_only() -> None:
@@ -30,6 +32,22 @@ def test_payload_forms() -> None:
     assert payload_matches({"len": 2}, b"ab")[0]
     ok, why = payload_matches({"hex": "aa"}, b"\xab")
     assert not ok and "expected aa" in why
+
+
+def test_unique_payloads_belong_to_one_run_of_a_case() -> None:
+    with unique_payloads("mtl/ack-wrap/confirm-multiple"):
+        first = build_payload({"unique": "one"})
+        assert build_payload({"unique": "one"}) == first  # the expect matches what the send wrote
+        assert payload_matches({"unique": "one"}, first)[0]
+    with unique_payloads("mtl/ack-wrap/confirm-multiple"):
+        again = build_payload({"unique": "one"})
+    assert first.startswith(b"one [mtl/ack-wrap/confirm-multiple ") and len(first) == len(again) and first != again
+    assert UNIQUE_SUFFIX.search(first) and UNIQUE_SUFFIX.search(again)
+    # outside a case: still unique to the process; a case id with spaces or brackets still frames
+    assert UNIQUE_SUFFIX.search(build_payload({"unique": "x"}))
+    with unique_payloads("a b]c"):
+        assert build_payload({"unique": "x"}).startswith(b"x [a_b_c ")
+    assert not UNIQUE_SUFFIX.search(b"one [mtl/ack-wrap/confirm-multiple]")
 
 
 def test_grades() -> None:

@@ -16,9 +16,10 @@ at the data port it names: the Confirms a data connection's server sends for the
 Contents are judged against the confirm model of the lease the connection holds.  With the test
 services on (Rules.services, rules/mtl_services.py): a 400 or 501 to the test service's
 Connection.Open of test-env spelled in another letter case, and a close after a ZMTP 3.0
-greeting before anything else.  Not seen on the wire: other
-case-insensitive names (a 400 to a spelling cannot be told from a 400 to the body or the
-session's state), which Contents a Confirm covered."""
+greeting before anything else; and the suite's own Contents (bodies unique to a case run), logged
+for the check across the server's connections (rules/mtl_contents.py, sessions/mtl_contents.py).
+Not seen on the wire: other case-insensitive names (a 400 to a spelling cannot be told from a 400
+to the body or the session's state), which Contents a Confirm covered in other traffic."""
 
 from __future__ import annotations
 
@@ -31,10 +32,11 @@ from reference_impl.mtl import control
 from reference_impl.mtl.sasl import SCRAM_SHA_256, ScramClientExchange, b64decode, canonical_mechanism
 
 from conformance.protocols.base import Frame
-from conformance.protocols.mtl import NAMES, new_reader, to_frame
+from conformance.protocols.mtl import ADAPTER, NAMES, new_reader, to_frame
 from conformance.protocols.zmtp_channel import ZmtpReader
 from conformance.trace.rules import Rules as Base
 from conformance.trace.rules import mtl_services
+from conformance.trace.rules.mtl_contents import ContentLog
 
 
 def _client_frame(parts: list[bytes]) -> Frame:
@@ -89,6 +91,8 @@ class Rules(Base):
         self.contents: set[int] = set()  # sequences of the client's Contents sent after it
         self.confirms: list[dict] = []  # the server's Confirms that cover one of those Contents
         self.zmtp30: float | None = None  # with the test services on: a client's ZMTP 3.0 greeting not yet served
+        self.content_log = ContentLog()  # with the test services on: the suite's unique Contents (sessions)
+        self.first_ts: float | None = None
 
     def new_reader(self, side: str):
         self.readers[side] = ZmtpReader(_client_frame) if side == "client" else new_reader(self.transport)
@@ -105,6 +109,10 @@ class Rules(Base):
     def on_frame(self, side: str, frame, ts: float):
         f = frame.fields
         kind = f.get("kind")
+        if self.first_ts is None:
+            self.first_ts = ts
+        if self.services:
+            (self.content_log.client if side == "client" else self.content_log.server)(kind, f, ts, self.where)
         if side == "client":
             self.last_client = ts
             if (kind == "greeting" and self.services and (f.get("major"), f.get("minor")) == (3, 0)
@@ -262,8 +270,18 @@ class Rules(Base):
     def session_facts(self):
         ended = min(self.ends, default=None)
         held = {"leases": len(self.tokens), "confirms": self.confirms, "complete": "client" not in self.blind}
-        return [(lease, {**fact, **held, "ended": ended}) for lease, fact in self.presented.items()] + \
+        facts = [(lease, {**fact, **held, "ended": ended}) for lease, fact in self.presented.items()] + \
             [(lease, {**fact, "ended": ended}) for lease, fact in self.grants]
+        contents = self.content_log.fact(self.grants, self.tokens, self.first_ts or 0.0, ended,
+                                         self._recycle_within()) if self.services else None
+        return facts + ([("contents", contents)] if contents else [])
+
+    def _recycle_within(self) -> float | None:
+        """How soon a Content a Reject recycles is owed again: the confirm-test profile sends it "at
+        once", and the suite's cases allow the confirm timeout less 200 ms (stretched as the run's
+        waits were), which a Content sent again by that timer would miss."""
+        redeliver = self.run_or_lenient(ADAPTER, "redeliver_ms", max)
+        return (redeliver - 0.2) * self.stretch() if redeliver > 0.2 else None
 
     def _response(self, f):
         kind, resource = self.commands.pop(f["seq"])
@@ -282,6 +300,7 @@ class Rules(Base):
 
     def on_gap(self, side: str) -> None:
         super().on_gap(side)  # blind: a reply may not answer the request it follows, a Lease or Content not seen
+        self.content_log.blind(max(self.last_data.values(), default=self.first_ts or 0.0))
         self.leases.clear()  # a Response may answer a Lease not seen, or the other way round
         if side == "client":
             self.commands.clear()
