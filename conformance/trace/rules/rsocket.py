@@ -221,7 +221,10 @@ class Rules(Base):
               "trailing-bytes": "rsocket-frame-length-prefix", "frame-too-large": "rsocket-max-frame-size",
               "mime-not-ascii": "rsocket-mime-ascii", "mime-null-terminated": "rsocket-mime-not-null-terminated",
               "extended-type-zero": "rsocket-ext-type-positive",
-              "metadata-length-overrun": "rsocket-metadata-length-invalid"}
+              "metadata-length-overrun": "rsocket-metadata-length-invalid",
+              # METADATA_PUSH is drawn with M set: "This frame only supports Metadata" (the profile pins M clear
+              # as malformed), so its layout requirement, not the frame length's
+              "metadata-push-without-m": "rsocket-metadata-push-no-length"}
     FRAMING = "rsocket-frame-length-prefix"
 
     def __init__(self, transport: str, params: dict[str, int]) -> None:
