@@ -59,16 +59,28 @@ class ReadStats:
 
 class _ShortReads:
     """The capture file, noting a read that got fewer bytes than asked for but not none: the
-    file ends inside a packet (dpkt's pcap reader would hand out the cut packet as if whole)."""
+    file ends inside a packet (dpkt's pcap reader would hand out the cut packet as if whole).
 
-    def __init__(self, fh) -> None:
-        self.fh, self.short = fh, False
+    In a pcapng file, a block header that opens a second section ends the file for the reader
+    (``second_section``: where): dpkt reads on as if the first section went on, with its byte
+    order, interfaces and time resolution, and would take the new section's length field in the
+    old byte order (a read of up to 4 GiB); and --test-services auto judges the file by its first
+    section header, which says nothing of traffic another tool captured."""
+
+    def __init__(self, fh, pcapng: bool = False) -> None:
+        self.fh, self.short, self.pcapng = fh, False, pcapng
         self.name = getattr(fh, "name", "capture")
+        self.second_section: int | None = None
 
     def read(self, size: int = -1) -> bytes:
+        if self.second_section is not None:
+            return b""
         data = self.fh.read(size)
         if 0 < len(data) < size:
             self.short = True
+        elif self.pcapng and size == 8 and data[:4] == _PCAPNG_MAGIC:  # dpkt reads each block's header alone
+            self.second_section = self.fh.tell() - 8
+            return b""
         return data
 
     def __getattr__(self, name):
@@ -215,7 +227,8 @@ def read_segments(path: Path, stats: ReadStats) -> Iterator[Segment]:
     except OSError as exc:
         raise CaptureProblem(f"{path}: cannot open: {exc.strerror or exc}") from None
     with fh:
-        watched = _ShortReads(fh)
+        watched = _ShortReads(fh, pcapng=fh.read(4) == _PCAPNG_MAGIC)
+        fh.seek(0)
         reader = _reader(watched, path)
         linktype = reader.datalink()
         if linktype not in _READABLE:
@@ -226,6 +239,10 @@ def read_segments(path: Path, stats: ReadStats) -> Iterator[Segment]:
             try:
                 ts, buf = next(packets)
             except StopIteration:
+                if watched.second_section is not None:
+                    stats.problems.append(f"{path}: a second pcapng section begins at byte {watched.second_section}: "
+                                          "only the first is read (split the file, e.g. with editcap, and check "
+                                          "each part)")
                 return
             except (dpkt.dpkt.Error, ValueError, EOFError, struct_error) as exc:
                 stats.problems.append(f"{path}: the capture is cut short after packet {stats.packets} "

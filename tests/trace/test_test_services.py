@@ -16,7 +16,7 @@ import pytest
 from conformance.cli import main
 from conformance.trace import capture, check
 from conformance.trace.packets import recorded_target_clients, recorded_waits, written_by_suite
-from conformance.trace.spark import _check_partition, _connection_of, _segments_of
+from conformance.trace.spark import _PROBLEM, _check_partition, _connection_of, _segments_of
 from tests.trace.pcapfiles import CLIENT, NEGOTIATE, NEGOTIATED, SERVER, data, syns, tcp_frame, write_pcap
 
 
@@ -87,6 +87,26 @@ def test_a_big_endian_section_header_with_the_marker_is_the_suites(tmp_path):
     path = _pcapng(tmp_path / "be.pcapng", b"conformance run --pcap", order=">")
     assert written_by_suite(path)
     assert check.check_file(path, {9000: "stmp"}, None, {}).frames == 2
+
+
+def test_a_second_section_ends_the_file_with_a_message(tmp_path):
+    """Two captures run together (``cat a.pcapng b.pcapng``): another tool's traffic after the suite's
+    must not be judged by the suite's section header, nor read with its byte order."""
+    suite = _suite_capture(tmp_path / "run.pcapng")
+    first = suite.read_bytes()
+    for order in ("<", ">"):
+        other = _pcapng(tmp_path / f"dumpcap{order}.pcapng", b"Dumpcap (Wireshark) 4.2.2 (Git v4.2.2)", order=order)
+        both = tmp_path / "both.pcapng"
+        both.write_bytes(first + other.read_bytes())
+        result = check.check_file(both, {9000: "stmp"}, None, {})
+        assert (result.connections, result.frames) == (1, 2)  # the suite's negotiation only
+        assert result.problems == [f"{both}: a second pcapng section begins at byte {len(first)}: only the first "
+                                   "is read (split the file, e.g. with editcap, and check each part)"]
+        assert check.services_for(both, "auto")  # by the first section, the only one read
+        problems = [value for key, value in _segments_of(str(both), both, None) if key[0] == _PROBLEM]
+        assert problems == result.problems
+    # a file of one section reads to its end, without a message
+    assert check.check_file(suite, {9000: "stmp"}, None, {}).problems == []
 
 
 @pytest.fixture
