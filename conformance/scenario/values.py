@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import keyword
 import operator
 import re
@@ -209,4 +210,13 @@ def payload_matches(spec: Any, data: bytes | None) -> tuple[bool, str]:
 
 
 def short(data: bytes, limit: int = 24) -> str:
+    """``data`` for a message: printable UTF-8 as a quoted string of up to 2 x ``limit`` characters
+    (what a case wrote, such as a Content body naming its case, reads as written), anything else as
+    hex of up to ``limit`` bytes."""
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    if text and text.isprintable():
+        return json.dumps(text[:2 * limit], ensure_ascii=False) + ("..." if len(text) > 2 * limit else "")
     return data[:limit].hex() + ("..." if len(data) > limit else "")
