@@ -247,8 +247,11 @@ class WsChannel:
         _loopback_only(urlsplit(url).hostname)
         try:
             ws = await asyncio.wait_for(
+                # proxy=None: to 127.0.0.1 itself, never through an HTTP(S)_PROXY the environment names
+                # (websockets reads the environment's proxies by default, iterating os.environ in this
+                # thread while pytest's thread may be removing PYTEST_CURRENT_TEST from it)
                 ws_connect(url, open_timeout=timeout, ping_interval=None, close_timeout=2,
-                           max_size=max_size, compression=None),
+                           max_size=max_size, compression=None, proxy=None),
                 timeout)
         except (OSError, asyncio.TimeoutError, InvalidHandshake, InvalidURI) as exc:
             raise ChannelError(f"cannot open WebSocket {url} within {timeout}s: {exc or 'timeout'}") from exc

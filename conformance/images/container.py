@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from docker.errors import DockerException, ImageNotFound, NotFound
 
+from conformance.images.engine import ignore_environment_proxies
 from conformance.images.layout import RUN_LABEL, RUN_LABEL_ENV
 from conformance.images.owner import owner_labels, reap_orphans
 
@@ -79,6 +80,7 @@ class _Run:
             if os.environ.get(RUN_LABEL_ENV):  # lets whoever started this run find its containers
                 labels[RUN_LABEL] = os.environ[RUN_LABEL_ENV]
             kwargs: dict[str, object] = {"network_mode": "host", "labels": labels}
+            ignore_environment_proxies()
             self._container = DockerContainer(image).with_kwargs(**kwargs)
         except DockerException as exc:
             raise ContainerStartError(f"no docker engine answers ({exc}); start one with "

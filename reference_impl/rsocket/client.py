@@ -146,7 +146,7 @@ class RSocketClient:
         parts = urlsplit(self._url)
         if parts.scheme == "tcp":
             return await asyncio.open_connection(parts.hostname, parts.port)
-        return await ws_connect(self._url, max_size=MAX_FRAME)
+        return await ws_connect(self._url, max_size=MAX_FRAME, proxy=None)  # the server named, no env proxy
 
     async def _close_transport(self) -> None:
         if self._ws is not None:
@@ -257,7 +257,7 @@ async def connect(url: str, *, metadata_mime: str = "text/plain", data_mime: str
         reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
         client = RSocketClient(conn, reader=reader, writer=writer, url=url)
     else:
-        websocket = await ws_connect(url, max_size=MAX_FRAME)
+        websocket = await ws_connect(url, max_size=MAX_FRAME, proxy=None)
         client = RSocketClient(conn, websocket=websocket, url=url)
     await client._flush()
     return client

@@ -154,6 +154,7 @@ async def connect(url: str, *, timeout: float, **options: Any) -> StmpClient:
             open_timeout=timeout,
             max_size=opts.max_payload + FRAME_OVERHEAD,
             compression=None,
+            proxy=None,  # the server named, never an HTTP(S)_PROXY the environment names
             ping_interval=None,  # STMP has its own heartbeat
             close_timeout=CLOSE_TIMEOUT,
         )
