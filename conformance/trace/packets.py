@@ -67,8 +67,9 @@ class _ShortReads:
     old byte order (a read of up to 4 GiB); and --test-services auto judges the file by its first
     section header, which says nothing of traffic another tool captured."""
 
-    def __init__(self, fh, pcapng: bool = False) -> None:
-        self.fh, self.short, self.pcapng = fh, False, pcapng
+    def __init__(self, fh) -> None:
+        self.fh, self.short = fh, False
+        self.pcapng = False  # _reader sets it from the file's magic
         self.name = getattr(fh, "name", "capture")
         self.second_section: int | None = None
 
@@ -90,8 +91,9 @@ class _ShortReads:
 def _reader(fh, path: Path):
     magic = fh.fh.read(4)
     fh.fh.seek(0)
+    fh.pcapng = magic == _PCAPNG_MAGIC
     try:
-        if magic == _PCAPNG_MAGIC:
+        if fh.pcapng:
             return dpkt.pcapng.Reader(fh)
         return dpkt.pcap.Reader(fh)
     except (ValueError, dpkt.dpkt.Error, EOFError) as exc:
@@ -227,8 +229,7 @@ def read_segments(path: Path, stats: ReadStats) -> Iterator[Segment]:
     except OSError as exc:
         raise CaptureProblem(f"{path}: cannot open: {exc.strerror or exc}") from None
     with fh:
-        watched = _ShortReads(fh, pcapng=fh.read(4) == _PCAPNG_MAGIC)
-        fh.seek(0)
+        watched = _ShortReads(fh)
         reader = _reader(watched, path)
         linktype = reader.datalink()
         if linktype not in _READABLE:

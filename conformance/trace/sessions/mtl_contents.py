@@ -103,13 +103,13 @@ def _reader(fact: dict, model: str, judged: set[str]):
                 copy.settled = ("mtl-confirm-model", "its delivery on a confirm \"none\" reader lease, whose "
                                 "Contents are not confirmed and never sent again")
         elif model == "full":
-            for body, copy in copies.items():
+            for copy in copies.values():
                 if not copy.done and not copy.settled and _covers(event, copy.seq):
-                    _acknowledge(copy, event, body)
+                    _acknowledge(copy, event)
     if within is not None and fact["ended"] is not None:
         for body, copy in copies.items():
             if not copy.done and copy.recycled and fact["ended"] - copy.recycled["ts"] >= within:
-                requirement, how = _recycling(copy)
+                requirement, how = _recycling(copy.recycled)
                 found(requirement, f"the Content {_name(body)}, recycled by {how}, did not come again in the "
                       f"{1000 * (fact['ended'] - copy.recycled['ts']):.0f} ms the connection stayed open (at once "
                       f"is within {1000 * within:.0f} ms)", copy.recycled["at"])
@@ -120,7 +120,7 @@ def _covers(event: dict, seq: int) -> bool:
     return event["seq"] == seq or (event["multiple"] and seq < event["seq"])
 
 
-def _acknowledge(copy: _Copy, event: dict, body: str) -> None:
+def _acknowledge(copy: _Copy, event: dict) -> None:
     how = f"the client's {event['kind'].title()} of sequence {event['seq']} (multiple {event['multiple']})"
     if copy.recycled:
         copy.done = True  # acknowledged again before it came back: which delivery it settles is open
@@ -132,10 +132,9 @@ def _acknowledge(copy: _Copy, event: dict, body: str) -> None:
         copy.done = True  # a Reject without recycle: the profile does not say what follows
 
 
-def _recycling(copy: _Copy) -> tuple[str, str]:
-    recycled = copy.recycled or {}
-    requirement = "mtl-reject-recycle" if recycled.get("named") else "mtl-reject-multiple"
-    return requirement, recycled.get("how", "")
+def _recycling(recycled: dict) -> tuple[str, str]:
+    """(requirement, how) of a copy a Reject recycled: its own sequence named, or one above it with multiple."""
+    return ("mtl-reject-recycle" if recycled["named"] else "mtl-reject-multiple"), recycled["how"]
 
 
 def _again(copy: _Copy, event: dict, within: float | None, found) -> None:
@@ -147,7 +146,7 @@ def _again(copy: _Copy, event: dict, within: float | None, found) -> None:
         copy.done = True
         return
     if copy.recycled and within is not None and event["ts"] - copy.recycled["ts"] > within:
-        requirement, how = _recycling(copy)
+        requirement, how = _recycling(copy.recycled)
         found(requirement, f"the Content, recycled by {how}, came again only "
               f"{1000 * (event['ts'] - copy.recycled['ts']):.0f} ms later (at once is within {1000 * within:.0f} ms)",
               event["at"])
