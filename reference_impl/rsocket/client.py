@@ -140,13 +140,9 @@ class RSocketClient:
         return True
 
     async def _open_transport(self):
-        """(reader, writer) of a new TCP connection, or a new WebSocket, to the session's URL."""
         if self._url is None:
             raise ValueError("no URL to reconnect to")
-        parts = urlsplit(self._url)
-        if parts.scheme == "tcp":
-            return await asyncio.open_connection(parts.hostname, parts.port)
-        return await ws_connect(self._url, max_size=MAX_FRAME, proxy=None)  # the server named, no env proxy
+        return await open_transport(self._url)
 
     async def _close_transport(self) -> None:
         if self._ws is not None:
@@ -243,22 +239,29 @@ class RSocketClient:
         await self._close_transport()
 
 
+async def open_transport(url: str):
+    """(reader, writer) of a new TCP connection, or a new WebSocket, to the URL."""
+    parts = urlsplit(url)
+    if parts.scheme == "tcp":
+        return await asyncio.open_connection(parts.hostname, parts.port)
+    return await ws_connect(url, max_size=MAX_FRAME, proxy=None)  # the server named, no env proxy
+
+
 async def connect(url: str, *, metadata_mime: str = "text/plain", data_mime: str = "text/plain",
                   keepalive_ms: int = 20_000, lifetime_ms: int = 90_000, resume_token: bytes | None = None,
                   **options) -> RSocketClient:
     """``options`` are Connection keywords (fragment_size, max_frame, max_reassembly);
     ``resume_token`` asks for resumption."""
-    parts = urlsplit(url)
-    transport = Transport.TCP if parts.scheme == "tcp" else Transport.WEBSOCKET
+    transport = Transport.TCP if urlsplit(url).scheme == "tcp" else Transport.WEBSOCKET
     conn = Connection(Role.CLIENT, transport, now=time.monotonic(), keepalive_ms=keepalive_ms,
                       lifetime_ms=lifetime_ms, **options)
     conn.setup(metadata_mime, data_mime, resume_token=resume_token)
+    opened = await open_transport(url)
     if transport is Transport.TCP:
-        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        reader, writer = opened
         client = RSocketClient(conn, reader=reader, writer=writer, url=url)
     else:
-        websocket = await ws_connect(url, max_size=MAX_FRAME, proxy=None)
-        client = RSocketClient(conn, websocket=websocket, url=url)
+        client = RSocketClient(conn, websocket=opened, url=url)
     await client._flush()
     return client
 
