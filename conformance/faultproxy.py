@@ -147,8 +147,13 @@ class FaultProxy:
                 await writer.drain()
             if writer.can_write_eof():
                 writer.write_eof()
-        except (OSError, asyncio.CancelledError):
+        except asyncio.CancelledError:
             pass
+        except OSError:
+            # one side reset (or its socket broke): the other must learn the connection is gone,
+            # or the suite waits out its deadline for a close the target already made
+            writer.close()
+            other.close()
         except Exception as exc:  # noqa: BLE001  a tap or rewrite (a monitor) broke on what it was fed
             # both sides are closed, so neither end waits for bytes this direction will never forward
             if self.log:

@@ -161,3 +161,40 @@ def test_each_connection_gets_its_own_rewrite() -> None:
         return received
 
     assert sorted(asyncio.run(main())) == [b"AAAaaa", b"BBBbbb"]
+
+
+def test_a_target_that_resets_closes_the_clients_side_too() -> None:
+    """A target that answers, then closes with bytes unread (a reset), must not leave the suite's
+    side of the proxy open: a case expecting the close would wait out its deadline and FAIL a
+    correct target."""
+    import socket
+    import struct
+
+    async def main() -> float:
+        async def answer_then_reset(reader, writer):
+            await reader.readexactly(4)
+            writer.write(b"bye")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+
+        server = await asyncio.start_server(answer_then_reset, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        proxy = await FaultProxy.start(f"tcp://127.0.0.1:{port}", {"chunk": 1, "delay_ms": 1})
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"ping" + b"x" * 400)  # still trickling to the target when it resets
+        await writer.drain()
+        started = asyncio.get_running_loop().time()
+        try:
+            await asyncio.wait_for(reader.read(), 10)
+        except ConnectionError:
+            pass
+        waited = asyncio.get_running_loop().time() - started
+        writer.close()
+        await proxy.close()
+        server.close()
+        return waited
+
+    assert asyncio.run(main()) < 5  # the close came, not the 10 s deadline
