@@ -150,10 +150,11 @@ class FaultProxy:
         except asyncio.CancelledError:
             pass
         except OSError:
-            # one side reset (or its socket broke): the other must learn the connection is gone,
-            # or the suite waits out its deadline for a close the target already made
+            # a reset (or a broken socket) ends this direction: the side it forwards to must learn
+            # the connection is gone, or the suite waits out its deadline for a close the target
+            # made.  The source's own peer is left to the other direction, which still forwards
+            # what that side sent before its reset (a goodbye before the close, say).
             writer.close()
-            other.close()
         except Exception as exc:  # noqa: BLE001  a tap or rewrite (a monitor) broke on what it was fed
             # both sides are closed, so neither end waits for bytes this direction will never forward
             if self.log:
