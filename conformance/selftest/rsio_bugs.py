@@ -56,6 +56,9 @@ CLIENT_BUG_TO_CASE = {
     "fixed-size-read-as-prefixed": "rsio/split-message/client-fixed-and-packed",
     "goodbye-no-wait": "rsio/error-disconnect/client-waits-for-goodbye",
     "empty-last-part-skipped": "rsio/split-message/client-empty-last-part",
+    "version-u8": "rsio/handshake/client-wrong-version-256",
+    "type-0-skipped": "rsio/error-disconnect/client-unknown-type-0",
+    "lenient-utf8": "rsio/error-disconnect/client-invalid-utf8-error",
 }
 
 
