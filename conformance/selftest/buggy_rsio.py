@@ -53,6 +53,7 @@ BUGS = {
     "initial-demand-u64-clamped",  # reads initialDemand as u64, clamped to 2^63-1, instead of refusing it
     "overlong-only-on-ids",      # refuses an overlong varint only in an Id field: a request's demand as 81 00 is taken
     "request-zero-before-lookup",  # request(0) gets onError even for a stream that has ended
+    "goodbye-finishes-split-element",  # answers goodbye, then sends the rest of a split element begun, then closes
 }
 
 
@@ -115,6 +116,7 @@ class _Connection:
         self.failing = False  # error-goodbye-keeps-streams: goodbye sent, the streams go on
         self.shared_demand = 0  # demand-per-connection
         self.shared_offset = 0  # parts-offset-shared
+        self.finishing = False  # goodbye-finishes-split-element: goodbye sent, an element still going out
         self.work = asyncio.Event()
         self.send(ServerHello(0, ()))
 
@@ -208,6 +210,14 @@ class _Connection:
             if self.bug != "ignores-cancel":
                 self.streams.pop(message.subscriber, None)
         elif isinstance(message, Goodbye):
+            if self.bug == "goodbye-finishes-split-element":
+                begun = {sid: s for sid, s in self.streams.items() if s.kind == "large" and 0 < s.next and not s.done}
+                self.send(Goodbye(""))
+                self.streams = begun
+                self.finishing = True
+                if not begun:
+                    self.close(None)
+                return
             if self.bug == "goodbye-keeps-streams":
                 self.send(Goodbye(""))
                 return
@@ -276,6 +286,12 @@ class _Connection:
             else:
                 self.send(OnNextPacked(sid, elements), s.size)
             return True
+        if self.finishing:
+            sent = self.step_large(sid, s)
+            if s.done:  # the element is whole: now close, without onComplete
+                self.streams.clear()
+                asyncio.get_running_loop().call_soon(self.close, None)
+            return sent
         if self.bug == "parts-offset-shared":
             s.next = self.shared_offset
             sent = self.step_large(sid, s)

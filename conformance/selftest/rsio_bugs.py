@@ -37,6 +37,7 @@ BUG_TO_CASE = [
     ("id-u64-accepted", "rsio/error-disconnect/subscriber-id-too-large"),
     ("initial-demand-u64-clamped", "rsio/error-disconnect/initial-demand-too-large"),
     ("request-zero-before-lookup", "rsio/ack-wrap/request-zero-after-end"),
+    ("goodbye-finishes-split-element", "rsio/error-disconnect/no-part-after-goodbye"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
