@@ -121,7 +121,8 @@ class _Connection:
         self.send(ServerHello(0, ()))
 
     def send(self, message, element_size: int = 0) -> None:
-        if not self.closed:
+        # a transport that is closing (the peer reset it) takes no more: asyncio would log each write
+        if not self.closed and not self.writer.transport.is_closing():
             if self.bug == "onnext-length-u8" and isinstance(message, OnNext) and not element_size:
                 data = bytes([8]) + encode_uvarint(message.subscriber) + bytes([len(message.element) & 0xFF])
                 self.writer.write(data + message.element)
