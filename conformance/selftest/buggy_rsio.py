@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from unittest import mock
 
 from reference_impl.common.errors import CodecError, IncompleteFrame
-from reference_impl.common.varint import encode_uvarint
+from reference_impl.common.varint import decode_uvarint, encode_uvarint
 from reference_impl.rsio import codec
 from reference_impl.rsio.codec import (
     Cancel, ClientHello, Goodbye, OnComplete, OnError, OnNext, OnNextLastPart, OnNextPacked,
@@ -43,6 +44,16 @@ BUGS = {
     "fixed-past-count",          # packs as many fixed-size elements as demanded, past the N the stream has
     "packed-count-u8",           # writes onNextPacked's count as one byte, not a varint (128+ elements in one message)
     "hello-count-u8",            # reads the clientHello's extension count as one byte, not a varint (128+ extensions)
+    "demand-u64-wrap",           # adds demand as an unsigned 64-bit sum, which wraps to 0 at 2^64
+    "demand-per-connection",     # one demand counter for all the range streams of a connection, not one per stream
+    "parts-offset-shared",       # keeps a split element's byte offset per connection, not per stream
+    "error-goodbye-keeps-streams",  # on a malformed message, says goodbye but its streams go on for 500 ms
+    "subscribed-size-u8",        # writes subscribed.elementSize as one byte, not a varint (sizes of 256+)
+    "id-u64-accepted",           # reads (and writes) subscriber Ids as u64: an Id past 2^63-1 is accepted
+    "initial-demand-u64-clamped",  # reads initialDemand as u64, clamped to 2^63-1, instead of refusing it
+    "overlong-only-on-ids",      # refuses an overlong varint only in an Id field: a request's demand as 81 00 is taken
+    "request-zero-before-lookup",  # request(0) gets onError even for a stream that has ended
+    "goodbye-finishes-split-element",  # answers goodbye, then sends the rest of a split element begun, then closes
 }
 
 
@@ -54,6 +65,34 @@ def _client_hello_count_u8(buf: bytearray):
     count = reader._take(1)[0]
     ids = tuple(reader.varint() for _ in range(count))
     return ClientHello(version, ids), reader.pos
+
+
+def _decode_lenient(buf: bytearray, bug: str):
+    """subscribe and request read with one varint rule relaxed, as the bugs ``id-u64-accepted``,
+    ``initial-demand-u64-clamped`` and ``overlong-only-on-ids`` do; other messages as the codec reads them."""
+    if buf[0] not in (4, 5):
+        return codec.decode_message(buf, 0)
+    pos = 1
+
+    def varint(u64: bool = False, overlong: bool = False) -> int:
+        nonlocal pos
+        value, pos = decode_uvarint(buf, pos, max_value=2**64 - 1 if u64 else LONG_MAX, strict=not overlong)
+        return value
+
+    if buf[0] == 5:
+        sid = varint(u64=bug == "id-u64-accepted")
+        return Request(sid, varint(overlong=bug == "overlong-only-on-ids")), pos
+    length = varint()
+    if pos + length > len(buf):
+        raise IncompleteFrame()
+    try:
+        publisher = bytes(buf[pos:pos + length]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CodecError("invalid-utf8", str(exc)) from exc
+    pos += length
+    sid = varint(u64=bug == "id-u64-accepted")
+    demand = varint(u64=bug == "initial-demand-u64-clamped")
+    return Subscribe(publisher, sid, min(demand, LONG_MAX)), pos
 
 
 def pattern(start: int, length: int) -> bytes:
@@ -74,11 +113,16 @@ class _Connection:
         self.buf = bytearray()
         self.streams: dict[int, _Stream] = {}
         self.closed = False
+        self.failing = False  # error-goodbye-keeps-streams: goodbye sent, the streams go on
+        self.shared_demand = 0  # demand-per-connection
+        self.shared_offset = 0  # parts-offset-shared
+        self.finishing = False  # goodbye-finishes-split-element: goodbye sent, an element still going out
         self.work = asyncio.Event()
         self.send(ServerHello(0, ()))
 
     def send(self, message, element_size: int = 0) -> None:
-        if not self.closed:
+        # a transport that is closing (the peer reset it) takes no more: asyncio would log each write
+        if not self.closed and not self.writer.transport.is_closing():
             if self.bug == "onnext-length-u8" and isinstance(message, OnNext) and not element_size:
                 data = bytes([8]) + encode_uvarint(message.subscriber) + bytes([len(message.element) & 0xFF])
                 self.writer.write(data + message.element)
@@ -87,9 +131,22 @@ class _Connection:
                 data = bytes([11]) + encode_uvarint(message.subscriber) + bytes([len(message.elements) & 0xFF])
                 self.writer.write(data + b"".join(message.elements))
                 return
+            if self.bug == "subscribed-size-u8" and isinstance(message, Subscribed):
+                self.writer.write(bytes([7]) + encode_uvarint(message.subscriber) + bytes([message.element_size & 0xFF]))
+                return
+            if self.bug == "id-u64-accepted":  # Ids u64 end to end
+                with mock.patch.object(codec, "encode_uvarint", lambda n, **kw: encode_uvarint(n, max_value=2**64 - 1)):
+                    self.writer.write(codec.encode_message(message, element_size=element_size))
+                return
             self.writer.write(codec.encode_message(message, element_size=element_size))
 
     def close(self, reason: str | None) -> None:
+        if self.bug == "error-goodbye-keeps-streams" and reason not in (None, "", "unsupported-version"):
+            self.send(Goodbye(reason))
+            self.failing = True
+            asyncio.get_running_loop().call_later(0.5, self.close, None)
+            self.work.set()
+            return
         if reason is not None:
             self.send(Goodbye(reason))
         self.closed = True
@@ -99,10 +156,12 @@ class _Connection:
 
     def receive(self, data: bytes) -> None:
         self.buf += data
-        while self.buf and not self.closed:
+        while self.buf and not self.closed and not self.failing:
             try:
                 if self.bug == "hello-count-u8" and self.buf[0] == 1:
                     message, end = _client_hello_count_u8(self.buf)
+                elif self.bug in ("id-u64-accepted", "initial-demand-u64-clamped", "overlong-only-on-ids"):
+                    message, end = _decode_lenient(self.buf, self.bug)
                 else:
                     message, end = codec.decode_message(self.buf, 0)
             except IncompleteFrame:
@@ -127,6 +186,10 @@ class _Connection:
         elif isinstance(message, Subscribe):
             self.subscribe(message)
         elif isinstance(message, Request):
+            if self.bug == "request-zero-before-lookup" and message.demand == 0:
+                self.streams.pop(message.subscriber, None)
+                self.send(OnError(message.subscriber, "request(0): rule 3.9"))
+                return
             stream = self.streams.get(message.subscriber)
             if stream is None:
                 return
@@ -138,12 +201,24 @@ class _Connection:
             if self.bug == "demand-wraps":
                 total = stream.demand + message.demand
                 stream.demand = total - 2**64 if total > LONG_MAX else total
+            elif self.bug == "demand-u64-wrap":
+                stream.demand = (stream.demand + message.demand) % 2**64
+            elif self.bug == "demand-per-connection" and stream.kind == "range":
+                self.shared_demand = min(LONG_MAX, self.shared_demand + message.demand)
             else:
                 stream.demand = min(LONG_MAX, stream.demand + message.demand)
         elif isinstance(message, Cancel):
             if self.bug != "ignores-cancel":
                 self.streams.pop(message.subscriber, None)
         elif isinstance(message, Goodbye):
+            if self.bug == "goodbye-finishes-split-element":
+                begun = {sid: s for sid, s in self.streams.items() if s.kind == "large" and 0 < s.next and not s.done}
+                self.send(Goodbye(""))
+                self.streams = begun
+                self.finishing = True
+                if not begun:
+                    self.close(None)
+                return
             if self.bug == "goodbye-keeps-streams":
                 self.send(Goodbye(""))
                 return
@@ -159,6 +234,8 @@ class _Connection:
             self.send(OnError(sid, "subscriber id in use"))
             return
         demand = message.initial_demand + (1 if self.bug == "past-demand" else 0)
+        if self.bug == "demand-per-connection":
+            self.shared_demand = min(LONG_MAX, self.shared_demand + demand)
         name = message.publisher
         stream = None
         if m := re.fullmatch(r"test/range/([0-9]{1,18})", name):
@@ -186,9 +263,14 @@ class _Connection:
             self.send(OnComplete(sid))
             return True
         if s.kind == "range":
-            if s.demand <= 0:
+            if self.bug == "demand-per-connection":
+                if self.shared_demand <= 0:
+                    return False
+                self.shared_demand -= 1
+            elif s.demand <= 0:
                 return False
-            s.demand -= 1
+            else:
+                s.demand -= 1
             self.send(OnNext(sid, s.next.to_bytes(8, "big")))
             s.next += 1
             return True
@@ -205,6 +287,17 @@ class _Connection:
             else:
                 self.send(OnNextPacked(sid, elements), s.size)
             return True
+        if self.finishing:
+            sent = self.step_large(sid, s)
+            if s.done:  # the element is whole: now close, without onComplete
+                self.streams.clear()
+                asyncio.get_running_loop().call_soon(self.close, None)
+            return sent
+        if self.bug == "parts-offset-shared":
+            s.next = self.shared_offset
+            sent = self.step_large(sid, s)
+            self.shared_offset = 0 if s.done else s.next
+            return sent
         return self.step_large(sid, s)
 
     def step_large(self, sid: int, s: _Stream) -> bool:

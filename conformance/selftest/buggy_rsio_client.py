@@ -10,6 +10,7 @@ import contextlib
 from unittest import mock
 
 from reference_impl.rsio import client as rsio_client
+from reference_impl.rsio import codec
 from reference_impl.rsio import connection as rsio_connection
 from reference_impl.rsio import session as rsio_session
 from reference_impl.rsio.codec import Goodbye, OnError, OnNextLastPart, OnNextPart, Request, encode_message
@@ -23,6 +24,7 @@ _fail = Connection._fail
 _request = rsio_client.Client.request
 _cancel = rsio_client.Client.cancel
 _ends = rsio_client._ends
+_next_message = codec.StreamDecoder.next_message
 
 
 def _any_version_hello(self, message, events):
@@ -83,6 +85,21 @@ def _empty_last_part_skipped(self, stream, message):
     return _elements(self, stream, message)
 
 
+def _version_in_a_byte(self, message, events):
+    # the version kept in one byte: 256 reads as 0
+    _receive_hello(self, type(message)(message.version & 0xFF, message.extensions), events)
+
+
+def _zero_type_skipped(self):
+    while self._buf and self._buf[0] == 0:  # a type-0 byte taken for padding
+        del self._buf[0]
+    return _next_message(self)
+
+
+def _string_replaced(self):
+    return self.bytes_field().decode("utf-8", errors="replace")  # invalid UTF-8 taken, not refused
+
+
 BUGS = {
     "hello-version-1": lambda: mock.patch.object(rsio_connection, "VERSION", 1),
     "accepts-any-version": lambda: mock.patch.object(Connection, "_receive_hello", _any_version_hello),
@@ -96,6 +113,9 @@ BUGS = {
     "fixed-size-read-as-prefixed": lambda: mock.patch.object(Connection, "_incoming_element_size", lambda self, sid: 0),
     "goodbye-no-wait": lambda: mock.patch.object(rsio_session.Session, "goodbye", _goodbye_without_waiting),
     "empty-last-part-skipped": lambda: mock.patch.object(Connection, "_elements", _empty_last_part_skipped),
+    "version-u8": lambda: mock.patch.object(Connection, "_receive_hello", _version_in_a_byte),
+    "type-0-skipped": lambda: mock.patch.object(codec.StreamDecoder, "next_message", _zero_type_skipped),
+    "lenient-utf8": lambda: mock.patch.object(codec._Reader, "string", _string_replaced),
 }
 
 

@@ -29,10 +29,20 @@ BUG_TO_CASE = [
     ("fixed-past-count", "rsio/split-message/fixed-size-more-demand-than-elements"),
     ("packed-count-u8", "rsio/split-message/fixed-size-more-demand-than-elements"),
     ("hello-count-u8", "rsio/handshake/many-extensions-listed"),
+    ("demand-u64-wrap", "rsio/ack-wrap/demand-sum-past-2-64"),
+    ("demand-per-connection", "rsio/ack-wrap/demand-per-stream"),
+    ("parts-offset-shared", "rsio/split-message/two-streams-one-write"),
+    ("error-goodbye-keeps-streams", "rsio/error-disconnect/no-element-after-error-goodbye"),
+    ("subscribed-size-u8", "rsio/split-message/fixed-size-300"),
+    ("id-u64-accepted", "rsio/error-disconnect/subscriber-id-too-large"),
+    ("initial-demand-u64-clamped", "rsio/error-disconnect/initial-demand-too-large"),
+    ("request-zero-before-lookup", "rsio/ack-wrap/request-zero-after-end"),
+    ("goodbye-finishes-split-element", "rsio/error-disconnect/no-part-after-goodbye"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
     ("completes-on-eof", "rsio/error-disconnect/transport-close-releases-streams"),
+    ("overlong-only-on-ids", "rsio/error-disconnect/varint-overlong-demand"),
 ]
 CLIENT_BUG_TO_CASE = {
     "hello-version-1": "rsio/handshake/client-hello",
@@ -47,6 +57,9 @@ CLIENT_BUG_TO_CASE = {
     "fixed-size-read-as-prefixed": "rsio/split-message/client-fixed-and-packed",
     "goodbye-no-wait": "rsio/error-disconnect/client-waits-for-goodbye",
     "empty-last-part-skipped": "rsio/split-message/client-empty-last-part",
+    "version-u8": "rsio/handshake/client-wrong-version-256",
+    "type-0-skipped": "rsio/error-disconnect/client-unknown-type-0",
+    "lenient-utf8": "rsio/error-disconnect/client-invalid-utf8-error",
 }
 
 
