@@ -58,6 +58,7 @@ BUGS = {
     "only-ping-pong-is-traffic",  # only Ping and Pong restart the dead-peer timer (other commands do not)
     "pings-once",              # an idle data peer gets one Ping per connection, never another
     "ping-timer-from-rx",      # the Ping clock runs from what it heard, not what it sent: a chatty peer is never pinged
+    "confirm-multiple-unbounded",  # Confirm/Reject multiple naming a sequence never issued covers every pending one below it
 }
 
 
@@ -242,6 +243,10 @@ class BuggyBroker(Broker):
             cmd = Confirm(cmd.seq, False)
         if self.bug == "reject-ignores-multiple" and isinstance(cmd, Reject):
             cmd = Reject(cmd.seq, False, cmd.recycle)
+        if self.bug == "confirm-multiple-unbounded" and isinstance(cmd, (Confirm, Reject)) and cmd.multiple \
+                and s.lease is not None and s.lease.kind == "reader" and s.lease.confirm == "full" \
+                and cmd.seq > s.last_issued and s.last_issued >= 1:
+            cmd = replace(cmd, seq=s.last_issued)  # the bug: a sequence never issued covers everything below it
         if self.bug == "confirm-multiple-exclusive" and isinstance(cmd, Confirm) and cmd.multiple:
             if cmd.seq <= 1:
                 return

@@ -31,6 +31,7 @@ BUG_TO_CASE = [
     ("fan-out-per-control-session", "mtl/extension-index/fan-out-across-control-connections"),
     ("lease-reclaimable-after-close", "mtl/handshake/lease-not-reused-after-close"),
     ("reject-multiple-lax-boolean", "mtl/error-disconnect/reject-multiple-invalid-boolean"),
+    ("confirm-multiple-unbounded", "mtl/ack-wrap/confirm-multiple-beyond-issued"),
 ]
 #: SHOULD-level bugs: NON-STRICT by default, a failure with --strict
 SHOULD_BUG_TO_CASE = [

@@ -225,6 +225,9 @@ UNSEEN = {
                                        "read as redeliveries: no rule bounds how early a Content may be sent again",
         "only-ping-pong-is-traffic": "the rules judge what a peer silent past the timeout is sent, not when the server "
                                      "closes a data connection: the close of a peer still sending Confirms is just a close",
+        "confirm-multiple-unbounded": "a Content never sent again leaves nothing in the capture: the rules hold no "
+                                      "promise of when the confirm timeout resends (and ignore a multiple Confirm "
+                                      "above every delivery seen)",
         "pings-once": "a Ping never sent leaves nothing in the capture: the rules hold no Ping schedule",
         "ping-timer-from-rx": "a Ping never sent leaves nothing in the capture: the rules hold no Ping schedule",
     },
