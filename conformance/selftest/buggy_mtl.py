@@ -22,7 +22,8 @@ from reference_impl.mtl.sasl import SCRAM_SHA_256, b64decode, b64encode, canonic
 from reference_impl.mtl.server import MtlServer, Peer
 from reference_impl.mtl.service import TEST_PROFILES, Broker, BrokerOptions
 from reference_impl.zmtp.codec import COMMAND, MORE, Frame
-from reference_impl.zmtp.connection import Connection
+from reference_impl.zmtp.commands import Metadata
+from reference_impl.zmtp.connection import Connection, HandshakeComplete, Phase
 
 # the timers of the adapter's ref_params, so scenario deadlines fit
 TIMERS = dict(heartbeat_interval=1.0, heartbeat_timeout=2.5, redeliver_after=0.6)
@@ -59,6 +60,7 @@ BUGS = {
     "pings-once",              # an idle data peer gets one Ping per connection, never another
     "ping-timer-from-rx",      # the Ping clock runs from what it heard, not what it sent: a chatty peer is never pinged
     "confirm-multiple-unbounded",  # Confirm/Reject multiple naming a sequence never issued covers every pending one below it
+    "accepts-incompatible-socket-type",  # ZMTP: the ROUTER serves a peer of any socket type (a PUB included)
 }
 
 
@@ -173,6 +175,25 @@ class _LongThresholdConnection(Connection):
             self._out += bytes([flags, 0]) + wrapped.body
             return
         super()._write(frame)
+
+
+class _AnySocketTypeConnection(Connection):
+    def _complete_handshake(self, now: float) -> None:
+        assert self.mechanism is not None and self.peer_greeting is not None
+        metadata = self.mechanism.peer_metadata or Metadata()
+        self.peer = HandshakeComplete(metadata, (self.peer_greeting.major, self.peer_greeting.minor),
+                                      self.mechanism.peer_user)
+        # the bug: the peer's Socket-Type is never checked against the ROUTER's partners
+        self.phase = Phase.TRAFFIC
+        if self.heartbeat_interval and self.peer.peer_version >= (3, 1):
+            self._next_ping_at = now + self.heartbeat_interval
+        self._events.append(self.peer)
+
+
+class _AnySocketTypePeer(Peer):
+    def __init__(self, server, kind, reader, writer):
+        super().__init__(server, kind, reader, writer)
+        self.zmtp.__class__ = _AnySocketTypeConnection
 
 
 class _LongThresholdPeer(Peer):
@@ -335,6 +356,8 @@ class BuggyMtlServer:
             server.peer_class = _Zmtp31OnlyPeer
         if self.bug == "long-threshold-off-by-one":
             server.peer_class = _LongThresholdPeer
+        if self.bug == "accepts-incompatible-socket-type":
+            server.peer_class = _AnySocketTypePeer
         self.server = await server.listen("127.0.0.1", 0)
         self.url = self.server.url
         return self

@@ -32,6 +32,7 @@ BUG_TO_CASE = [
     ("lease-reclaimable-after-close", "mtl/handshake/lease-not-reused-after-close"),
     ("reject-multiple-lax-boolean", "mtl/error-disconnect/reject-multiple-invalid-boolean"),
     ("confirm-multiple-unbounded", "mtl/ack-wrap/confirm-multiple-beyond-issued"),
+    ("accepts-incompatible-socket-type", "mtl/handshake/control-refuses-pub"),
 ]
 #: SHOULD-level bugs: NON-STRICT by default, a failure with --strict
 SHOULD_BUG_TO_CASE = [
