@@ -15,13 +15,15 @@ from dataclasses import replace
 
 from reference_impl.common.errors import CodecError, ProtocolViolation
 from reference_impl.mtl import control
-from reference_impl.mtl.codec import Confirm, Reject
-from reference_impl.mtl.connection import ControlSession, Pending, Profile
+from reference_impl.mtl.codec import Confirm, Ping, Pong, Reject, decode_data
+from reference_impl.mtl.connection import ControlSession, LeaseGrant, Pending, Profile
 from reference_impl.mtl.control import Reply
 from reference_impl.mtl.sasl import SCRAM_SHA_256, b64decode, b64encode, canonical_mechanism
 from reference_impl.mtl.server import MtlServer, Peer
 from reference_impl.mtl.service import TEST_PROFILES, Broker, BrokerOptions
-from reference_impl.zmtp.connection import Connection
+from reference_impl.zmtp.codec import COMMAND, MORE, Frame
+from reference_impl.zmtp.commands import Metadata
+from reference_impl.zmtp.connection import Connection, HandshakeComplete, Phase
 
 # the timers of the adapter's ref_params, so scenario deadlines fit
 TIMERS = dict(heartbeat_interval=1.0, heartbeat_timeout=2.5, redeliver_after=0.6)
@@ -49,6 +51,16 @@ BUGS = {
     "zmtp-3.1-only",           # refuses a ZMTP 3.0 peer (greeting minor version 0) on both endpoints
     "authorize-before-open",   # Connection.Authorize is served before Connection.Open (then Profile works, no Open ever)
     "confirm-multiple-exclusive",  # Confirm multiple TRUE covers the Contents before the sequence, not the sequence itself
+    # hunt-mtl additions (a mutation hunt over the reference: bugs no case caught)
+    "long-threshold-off-by-one",  # ZMTP: a frame of exactly 256 octets goes out in the short form (size octet 0)
+    "fan-out-per-control-session",  # Content reaches only readers leased on the writer's own control connection
+    "lease-reclaimable-after-close",  # a closed data connection's lease is released, not forgotten: it can be taken again
+    "reject-multiple-lax-boolean",  # Reject's multiple octet: any non-zero value is read as TRUE (not ignored)
+    "only-ping-pong-is-traffic",  # only Ping and Pong restart the dead-peer timer (other commands do not)
+    "pings-once",              # an idle data peer gets one Ping per connection, never another
+    "ping-timer-from-rx",      # the Ping clock runs from what it heard, not what it sent: a chatty peer is never pinged
+    "confirm-multiple-unbounded",  # Confirm/Reject multiple naming a sequence never issued covers every pending one below it
+    "accepts-incompatible-socket-type",  # ZMTP: the ROUTER serves a peer of any socket type (a PUB included)
 }
 
 
@@ -154,10 +166,47 @@ class _Zmtp31OnlyPeer(Peer):
         self.zmtp.__class__ = _Zmtp31OnlyConnection
 
 
+class _LongThresholdConnection(Connection):
+    def _write(self, frame: Frame) -> None:
+        assert self.mechanism is not None
+        wrapped = self.mechanism.wrap(frame)
+        if len(wrapped.body) == 256:  # the bug: LONG only when size > 256, so 256 goes out short, size 256 & 0xFF
+            flags = (MORE if wrapped.more else 0) | (COMMAND if wrapped.command else 0)
+            self._out += bytes([flags, 0]) + wrapped.body
+            return
+        super()._write(frame)
+
+
+class _AnySocketTypeConnection(Connection):
+    def _complete_handshake(self, now: float) -> None:
+        assert self.mechanism is not None and self.peer_greeting is not None
+        metadata = self.mechanism.peer_metadata or Metadata()
+        self.peer = HandshakeComplete(metadata, (self.peer_greeting.major, self.peer_greeting.minor),
+                                      self.mechanism.peer_user)
+        # the bug: the peer's Socket-Type is never checked against the ROUTER's partners
+        self.phase = Phase.TRAFFIC
+        if self.heartbeat_interval and self.peer.peer_version >= (3, 1):
+            self._next_ping_at = now + self.heartbeat_interval
+        self._events.append(self.peer)
+
+
+class _AnySocketTypePeer(Peer):
+    def __init__(self, server, kind, reader, writer):
+        super().__init__(server, kind, reader, writer)
+        self.zmtp.__class__ = _AnySocketTypeConnection
+
+
+class _LongThresholdPeer(Peer):
+    def __init__(self, server, kind, reader, writer):
+        super().__init__(server, kind, reader, writer)
+        self.zmtp.__class__ = _LongThresholdConnection
+
+
 class BuggyBroker(Broker):
     def __init__(self, bug: str | None, options: BrokerOptions) -> None:
         super().__init__(options)
         self.bug = bug
+        self._writing: LeaseGrant | None = None  # fan-out-per-control-session: the lease of the Content in hand
 
     def control_session(self) -> ControlSession:
         session_class = {"skips-402": _SkipsChallenge, "server-first-no-iterations": _ServerFirstNoIterations,
@@ -166,13 +215,59 @@ class BuggyBroker(Broker):
                          "case-sensitive-commands": _CaseSensitive,
                          "failed-reauth-keeps-auth": _FailedReauthKeepsAuth,
                          "authorize-before-open": _AuthorizeBeforeOpen}.get(self.bug or "", ControlSession)
+        if self.bug == "fan-out-per-control-session":
+            tagged: set[str] = set()  # the leases this control connection granted
+
+            def grant(kind, profile, resources, confirm):
+                port, token = self._grant(kind, profile, resources, confirm)
+                tagged.add(token)
+                self.leases[token].granted_with = tagged
+                return port, token
+            return session_class(self._control, grant)
         return session_class(self._control, self._grant)
+
+    def data_message(self, key, frames, now):
+        if self.bug == "reject-multiple-lax-boolean" and len(frames) == 2:
+            header = bytes(frames[0])
+            if len(header) == 11 and header[0] == 0x07 and header[9] not in (0, 1):
+                frames = [header[:9] + b"\x01" + header[10:], frames[1]]  # the bug: non-zero read as TRUE
+        session = self.sessions.get(key)
+        before = session.last_rx if session is not None else None
+        out = super().data_message(key, frames, now)
+        if self.bug == "only-ping-pong-is-traffic" and session is not None:
+            try:
+                command = decode_data(frames)
+            except CodecError:
+                command = None
+            if not isinstance(command, (Ping, Pong)):
+                session.last_rx = before  # the bug: only heartbeats count as traffic
+        return out
+
+    def data_close(self, key):
+        if self.bug == "lease-reclaimable-after-close":
+            session = self.sessions.pop(key, None)
+            if session is not None and session.lease is not None:
+                session.lease.owner = None  # the bug: released for the next connection instead of forgotten
+            return
+        super().data_close(key)
+
+    def _ping_due(self, s, now):
+        if self.bug == "pings-once" and s.last_ping is not None:
+            return False
+        if self.bug == "ping-timer-from-rx" and self.options.heartbeat_interval is not None:
+            last_heard = max(s.last_rx, s.last_ping if s.last_ping is not None else s.last_rx)
+            return now >= last_heard + self.options.heartbeat_interval
+        return super()._ping_due(s, now)
 
     def _on_command(self, s, cmd, now, out):
         if self.bug == "ignores-multiple" and isinstance(cmd, Confirm):
             cmd = Confirm(cmd.seq, False)
         if self.bug == "reject-ignores-multiple" and isinstance(cmd, Reject):
             cmd = Reject(cmd.seq, False, cmd.recycle)
+        if self.bug == "confirm-multiple-unbounded" and isinstance(cmd, (Confirm, Reject)) and cmd.multiple \
+                and s.lease is not None and s.lease.kind == "reader" and s.lease.confirm == "full" \
+                and cmd.seq > s.last_issued and s.last_issued >= 1:
+            cmd = replace(cmd, seq=s.last_issued)  # the bug: a sequence never issued covers everything below it
         if self.bug == "confirm-multiple-exclusive" and isinstance(cmd, Confirm) and cmd.multiple:
             if cmd.seq <= 1:
                 return
@@ -189,6 +284,9 @@ class BuggyBroker(Broker):
             self._in_tick = False
 
     def _deliver_one(self, reader, resource, properties, body, now, out):
+        if self._writing is not None and reader.lease is not None \
+                and getattr(reader.lease, "granted_with", None) is not getattr(self._writing, "granted_with", None):
+            return  # the bug: the writer's Content skips readers leased on another control connection
         if self.bug == "redeliver-drops-properties" and self._in_tick:
             properties = ()
         super()._deliver_one(reader, resource, properties, body, now, out)
@@ -196,7 +294,11 @@ class BuggyBroker(Broker):
             reader.pending[reader.last_issued] = Pending(resource, properties, body, now)
 
     def _content(self, s, cmd, now, out):
-        super()._content(s, cmd, now, out)
+        self._writing = s.lease if self.bug == "fan-out-per-control-session" else None
+        try:
+            super()._content(s, cmd, now, out)
+        finally:
+            self._writing = None
         lease = s.lease
         if self.bug == "confirms-none-writer" and lease is not None and lease.kind == "writer" \
                 and lease.confirm == "none":
@@ -252,6 +354,10 @@ class BuggyMtlServer:
             server.peer_class = _IllFormedAnswered
         if self.bug == "zmtp-3.1-only":
             server.peer_class = _Zmtp31OnlyPeer
+        if self.bug == "long-threshold-off-by-one":
+            server.peer_class = _LongThresholdPeer
+        if self.bug == "accepts-incompatible-socket-type":
+            server.peer_class = _AnySocketTypePeer
         self.server = await server.listen("127.0.0.1", 0)
         self.url = self.server.url
         return self

@@ -26,6 +26,13 @@ BUG_TO_CASE = [
     ("zmtp-3.1-only", "mtl/handshake/zmtp-3-0-client"),
     ("confirm-multiple-exclusive", "mtl/ack-wrap/confirm-multiple"),
     ("authorize-before-open", "mtl/handshake/authorize-before-open"),
+    # hunt-mtl additions
+    ("long-threshold-off-by-one", "mtl/split-message/content-256"),
+    ("fan-out-per-control-session", "mtl/extension-index/fan-out-across-control-connections"),
+    ("lease-reclaimable-after-close", "mtl/handshake/lease-not-reused-after-close"),
+    ("reject-multiple-lax-boolean", "mtl/error-disconnect/reject-multiple-invalid-boolean"),
+    ("confirm-multiple-unbounded", "mtl/ack-wrap/confirm-multiple-beyond-issued"),
+    ("accepts-incompatible-socket-type", "mtl/handshake/control-refuses-pub"),
 ]
 #: SHOULD-level bugs: NON-STRICT by default, a failure with --strict
 SHOULD_BUG_TO_CASE = [
@@ -33,6 +40,9 @@ SHOULD_BUG_TO_CASE = [
     ("answers-ill-formed", "mtl/error-disconnect/control-three-frames"),
     ("answers-ill-formed", "mtl/error-disconnect/control-invalid-json"),
     ("no-dead-peer", "mtl/error-disconnect/dead-peer"),
+    ("only-ping-pong-is-traffic", "mtl/error-disconnect/non-heartbeat-traffic-keeps-alive"),
+    ("pings-once", "mtl/error-disconnect/pings-keep-coming"),
+    ("ping-timer-from-rx", "mtl/error-disconnect/pings-while-peer-chats"),
 ]
 
 

@@ -4,10 +4,12 @@ and the 202 Data Lease that granted it on a control connection (keyed at the por
 on the control connection's host), with the Connection.Reader/Writer's confirm model.
 
 * docs/profiles/mtl.md "Leases": a lease belongs to the first data connection that presents it.
-  The server breaks mtl-lease-response when it grants (2xx) a lease on a connection while another
-  connection holds it: one that presented it first and got 200, that has not ended, and that
+  The server breaks mtl-lease-response when it grants (2xx) a lease on a connection another
+  connection took first: one that presented it first and got 200, and that
   presented it less than the heartbeat timeout before (so the server cannot have forgotten it as
-  a dead peer's).  A lease whose first grant the capture does not hold is not judged.
+  a dead peer's).  Whether that connection has ended since does not matter: the lease dies with it
+  (presented again after its close, 403).  A lease whose first grant the capture does not hold is
+  not judged.
 * the spec's "Content Confirmation": the Contents of a data flow are confirmed or not as the
   Connection.Writer's "confirm" says.  The server breaks mtl-confirm-model when it sends a Confirm
   covering a Content the client sent on a data connection that holds (2xx) a lease granted as
@@ -43,15 +45,18 @@ def _shared(facts: list[dict]):
             if not _granted(answer):
                 continue
             holder = next((h for h in holders if h[0]["connection"] != fact["connection"]
-                           and h[1]["ts"] < answer["asked"] and answer["asked"] - h[1]["asked"] < h[0]["dead_after"]
-                           and (h[0]["ended"] is None or h[0]["ended"] > answer["ts"])), None)
+                           and h[1]["ts"] < answer["asked"] and answer["asked"] - h[1]["asked"] < h[0]["dead_after"]),
+                          None)
             if holder is not None:
+                closed = holder[0]["ended"] is not None and holder[0]["ended"] <= answer["ts"]
                 out.append((fact, "server", "mtl-lease-response",
-                            f"the lease was granted ({answer['code']}) on this connection while "
-                            f"{holder[0]['connection']}, which presented it "
-                            f"{1000 * (answer['asked'] - holder[1]['asked']):.0f} ms before and was granted it, "
-                            f"was still open: a lease belongs to the first data connection that presents it "
-                            f"(403)", answer["at"]))
+                            f"the lease was granted ({answer['code']}) on this connection after "
+                            f"{holder[0]['connection']} presented it "
+                            f"{1000 * (answer['asked'] - holder[1]['asked']):.0f} ms before and was granted it"
+                            + (" and then closed: a lease dies with the data connection that presented it first "
+                               "(403)" if closed else
+                               ", still open: a lease belongs to the first data connection that presents it (403)"),
+                            answer["at"]))
                 return out
             if not any(h[0]["connection"] == fact["connection"] for h in holders):
                 holders.append((fact, answer))

@@ -13,7 +13,8 @@ the reader holds one copy of the Content, and:
   Content is never sent again; mtl-confirm-model, the requirement none-reader-not-redelivered names);
 * on a "full" lease a Confirm settles it when its sequence is the copy's latest, or, with multiple
   TRUE, not below it (mtl-confirm-multiple: "covers all Contents up to and including the specified
-  content sequence"); a Reject with recycle TRUE owes it again "at once", which the confirm-test
+  content sequence"), unless that sequence is above every delivery the capture shows on the connection
+  (docs/profiles/mtl.md: one never issued makes the Confirm or Reject invalid, ignored in full); a Reject with recycle TRUE owes it again "at once", which the confirm-test
   cases read as before the confirm timeout less 200 ms (mtl-reject-recycle for the sequence named,
   mtl-reject-multiple for one below it); a Reject without recycle ends the judging (what becomes of
   it is the profile's open question);
@@ -81,8 +82,10 @@ def _reader(fact: dict, model: str, judged: set[str]):
     def found(requirement: str, message: str, where: dict) -> None:
         out.append((fact, "server", requirement, message, where))
 
+    highest = 0  # the highest sequence the capture shows delivered on this connection so far
     for event in fact["events"]:
         if event["kind"] == "delivery":
+            highest = max(highest, event["seq"])
             body = event["body"]
             if body not in judged:
                 continue
@@ -103,6 +106,8 @@ def _reader(fact: dict, model: str, judged: set[str]):
                 copy.settled = ("mtl-confirm-model", "its delivery on a confirm \"none\" reader lease, whose "
                                 "Contents are not confirmed and never sent again")
         elif model == "full":
+            if event["multiple"] and event["seq"] > highest:
+                continue  # a sequence never issued (as far as the capture shows): ignored, it covers nothing
             for copy in copies.values():
                 if not copy.done and not copy.settled and _covers(event, copy.seq):
                     _acknowledge(copy, event)
