@@ -56,6 +56,9 @@ CLIENT_BUG_TO_CASE = {
     "accepts-lower-major": "micromessage2/handshake/client-major-zero",
     "colon-for-equals-accepted": "micromessage2/handshake/client-list-colon-for-equals",
     "ignores-error-once-open": "micromessage2/error-disconnect/client-error-received-close",
+    "final-server-suggestions-first": "micromessage2/handshake/client-final-offered-order",
+    "final-keeps-unechoed-optional": "micromessage2/handshake/client-server-higher-minor",
+    "optional-list-lenient": "micromessage2/handshake/client-list-colon-for-equals-optional",
 }
 
 
