@@ -299,13 +299,19 @@ def normalize(spec: dict[str, Any]) -> dict[str, Any]:
 
 class Micromessage2Adapter(ProtocolAdapter):
     def matches(self, spec: dict[str, Any], frame: Frame) -> tuple[bool, str]:
-        # {starts_with: "..."} for text fields: a server may append its own suggestions to a list
+        # {starts_with: "..."} for text fields: a server may append its own suggestions to a list;
+        # {lacks: NAME} for an extension list: no item of it is named NAME (whatever else it lists)
         plain = {}
         for key, expected in spec.items():
             if isinstance(expected, dict) and "starts_with" in expected:
                 actual = frame.fields.get(key)
                 if not isinstance(actual, str) or not actual.startswith(expected["starts_with"]):
                     return False, f"{key} is {actual!r}, expected it to start with {expected['starts_with']!r}"
+            elif isinstance(expected, dict) and "lacks" in expected:
+                actual = frame.fields.get(key)
+                names = [item.split(":", 1)[0] for item in actual.split(";")] if isinstance(actual, str) else None
+                if names is None or expected["lacks"] in names:
+                    return False, f"{key} is {actual!r}, expected it not to list {expected['lacks']!r}"
             else:
                 plain[key] = expected
         return super().matches(plain, frame)

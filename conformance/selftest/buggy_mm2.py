@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -37,6 +38,14 @@ BUGS = {
     "final-required-unchecked",  # checks required extensions in the client hello only, not in the final message
     "no-handshake-read-timeout",  # a handshake frame stalled mid-way is waited for forever (timeout after it only)
     "ack-check-ignores-wrap",  # "ack > last sent" is refused even after the wrap (a pre-wrap unacked number)
+    "reserved-bits-only-on-send",  # reserved flag bits 32/64/128 refused on SEND but masked off COMMAND/EXTENSION
+    "final-major-unchecked",   # the major version is checked on the client hello, not on the final message
+    "field-check-required-only",  # the required list is checked against the grammar; bad optional items are dropped
+    "props-len-high-byte-dropped",  # a MESSAGE's u16 properties length goes out with its high byte zeroed
+    "continued-joined-only-for-send",  # CONTINUED fragments are joined for SEND frames only
+    "echo-bypasses-window",    # echoes are not counted against the ack window (test/push is)
+    "server-no-ack-under-batch-ack",  # acks the client's SENDs under ack but never under batch-ack
+    "dotnet-type-once",        # the dotnet type frame goes out only when the type changes
 }
 SUPPORTED = {"json", "dotnet", "ack", "batch-ack", "pubsub"}
 MIB = 1024 * 1024
@@ -57,6 +66,9 @@ def encode(frame: codec.Frame, bug: str | None) -> bytes:
         return data[:1] + b"\x00" + data[2:]
     data = codec.encode_frame(frame)
     n = len(frame.payload)
+    if bug == "props-len-high-byte-dropped" and isinstance(frame, MessageFrame) and len(frame.properties.encode()) > 255:
+        at = 1 + 2 + 1 + len(frame.destination.encode())  # the high byte of the u16 properties length
+        data = data[:at] + b"\x00" + data[at + 1:]
     if bug == "extension-large-unset" and isinstance(frame, ExtensionFrame) and n > 255:
         # the EXTENSION writer knows only the one-byte length: n & 0xFF, no LARGE_PAYLOAD
         return bytes([data[0] & ~codec.Flags.LARGE_PAYLOAD, data[1], n & 0xFF]) + frame.payload
@@ -83,6 +95,7 @@ class Conn:
         self.type_name: str | None = None
         self.outbox: deque[tuple[str, bytes, str, str | None]] = deque()
         self.subscriptions: set[str] = set()
+        self.last_type_sent: str | None = None
 
     # --- output -------------------------------------------------------------------
 
@@ -110,11 +123,13 @@ class Conn:
             seq = 1 if self.last_seq == 65535 else self.last_seq + 1
             self.wrapped = self.wrapped or seq < self.last_seq
             self.last_seq = seq
-            if self.window is not None:
+            if self.window is not None and not (self.bug == "echo-bypasses-window" and destination == "test/echo"):
                 self.unacked.append(seq)
             dotnet = self.ext_id("dotnet")
             if dotnet is not None and type_name:
-                self.write(ExtensionFrame(dotnet, type_name.encode()))
+                if not (self.bug == "dotnet-type-once" and type_name == self.last_type_sent):
+                    self.write(ExtensionFrame(dotnet, type_name.encode()))
+                self.last_type_sent = type_name
             frame = MessageFrame(seq, destination, properties, payload)
             fragments = [frame] if self.bug == "no-split" else codec.split(frame, MIB)
             for fragment in fragments:
@@ -129,6 +144,11 @@ class Conn:
                 if first & codec.Flags.COMMAND and first & codec.Flags.LARGE_PAYLOAD:
                     # the COMMAND reader takes one length byte whatever the flags say
                     self.decoder._buf[self.decoder._pos] = first & ~codec.Flags.LARGE_PAYLOAD
+            if self.bug == "reserved-bits-only-on-send" and not handshake and self.decoder.buffered:
+                first = self.decoder.peek()
+                if first & 0x07 and first & 0xE0:
+                    # the reserved bits are looked at on SEND frames only (none of 1/2/4 set)
+                    self.decoder._buf[self.decoder._pos] = first & 0x1F
             item = self.decoder.next_handshake() if handshake else self.decoder.next_frame()
             if item is not None:
                 return item
@@ -167,7 +187,14 @@ class Conn:
         if hello.major != 1:
             raise Fail(f"version-mismatch: major {hello.major}")
         required = parse_extension_list(hello.required)
-        optional = parse_extension_list(hello.optional)
+        if self.bug == "field-check-required-only":
+            # the optional list is read leniently: an item that breaks the grammar is dropped
+            optional = []
+            for part in hello.optional.split(";"):
+                with contextlib.suppress(CodecError, ValueError):
+                    optional += parse_extension_list(part) if part else []
+        else:
+            optional = parse_extension_list(hello.optional)
         lacking = [e.name for e in required if e.name not in SUPPORTED]
         if lacking and self.bug != "no-error-missing-required":
             raise Fail("missing-required-extension: " + ",".join(lacking))
@@ -181,7 +208,8 @@ class Conn:
                 return False
             self.decoder.feed(data)
         if self.decoder.peek() not in (1, 4, 12, 20, 28):
-            raise Fail("version-mismatch: a frame where the final handshake belongs")
+            if not (self.bug == "final-major-unchecked" and self.decoder.peek() in (0, 2, 3)):
+                raise Fail("version-mismatch: a frame where the final handshake belongs")
         final = await self.read_item(handshake=True)
         if final is None or isinstance(final, ErrorFrame):
             return False
@@ -199,6 +227,8 @@ class Conn:
         return True
 
     def join(self, frame: codec.Frame) -> codec.Frame | None:
+        if self.bug == "continued-joined-only-for-send" and not isinstance(frame, MessageFrame):
+            return dataclasses.replace(frame, continued=False)  # each fragment taken as a whole frame
         kind = type(frame)
         if kind not in self.fragments and not frame.continued:
             return frame
@@ -258,6 +288,8 @@ class Conn:
 
     def on_send(self, frame: MessageFrame) -> None:
         ack_name = "ack" if "ack" in self.extensions else "batch-ack" if "batch-ack" in self.extensions else None
+        if self.bug == "server-no-ack-under-batch-ack" and ack_name == "batch-ack":
+            ack_name = None
         if ack_name is not None:
             self.write(ExtensionFrame(self.ext_id(ack_name), frame.seq.to_bytes(2, "big")))
         type_name = self.type_name

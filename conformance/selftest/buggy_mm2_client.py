@@ -8,6 +8,7 @@ as server uses the codec only, so the patches never reach the side doing the gra
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from unittest import mock
 
 from reference_impl.micromessage2 import client as mm2_client
@@ -100,6 +101,31 @@ def _colon_tolerant_list(text):
     return _parse_extension_list(";".join(items))
 
 
+def _server_suggestions_first(own_required, own_optional, server_required, server_optional, supported):
+    """Lists the server's suggestions before the client's own offers: every extension ID after shifts."""
+    required, optional = _client_final_lists(own_required, own_optional, server_required, server_optional, supported)
+    offered = {e.name for e in own_optional}
+    return required, [e for e in optional if e.name not in offered] + [e for e in optional if e.name in offered]
+
+
+def _keeps_unechoed_optional(own_required, own_optional, server_required, server_optional, supported):
+    """Activates every optional extension it offered and supports, even those the server left out."""
+    required, optional = _client_final_lists(own_required, own_optional, server_required, server_optional, supported)
+    names = {e.name for e in (*required, *optional)}
+    return required, [*optional, *(e for e in own_optional if e.name not in names and e.name in supported)]
+
+
+def _lenient_optional_list(self, hs, events):
+    """Reads the server hello's optional list leniently: items that break the grammar are dropped."""
+    keep = []
+    for part in hs.optional.split(";"):
+        with contextlib.suppress(Exception):
+            if part:
+                _parse_extension_list(part)
+                keep.append(part)
+    _on_handshake(self, dataclasses.replace(hs, optional=";".join(keep)), events)
+
+
 def _ignores_error_once_open(self, frame, events):
     if isinstance(frame, ErrorFrame):
         return  # ERROR is handled by the handshake code only
@@ -118,6 +144,11 @@ BUGS = {
     "accepts-lower-major": _accepts_lower_major,
     "colon-for-equals-accepted": lambda: mock.patch.object(mm2_connection, "parse_extension_list", _colon_tolerant_list),
     "ignores-error-once-open": lambda: mock.patch.object(Connection, "_dispatch", _ignores_error_once_open),
+    "final-server-suggestions-first": lambda: mock.patch.object(
+        mm2_connection, "client_final_lists", _server_suggestions_first),
+    "final-keeps-unechoed-optional": lambda: mock.patch.object(
+        mm2_connection, "client_final_lists", _keeps_unechoed_optional),
+    "optional-list-lenient": lambda: mock.patch.object(Connection, "_on_handshake", _lenient_optional_list),
 }
 
 

@@ -29,6 +29,17 @@ BUG_TO_CASE = [
     ("final-required-unchecked", "micromessage2/handshake/required-missing-in-final"),
     ("no-handshake-read-timeout", "micromessage2/error-disconnect/stalled-hello-timeout"),
     ("ack-check-ignores-wrap", "micromessage2/ack-wrap/pre-wrap-ack-after-wrap"),
+    ("reserved-bits-only-on-send", "micromessage2/error-disconnect/reserved-flag-32-command"),
+    ("reserved-bits-only-on-send", "micromessage2/error-disconnect/reserved-flag-64-extension"),
+    ("final-major-unchecked", "micromessage2/handshake/other-major-in-final"),
+    ("field-check-required-only", "micromessage2/handshake/list-upper-case-name-optional"),
+    ("field-check-required-only", "micromessage2/handshake/list-colon-for-equals-optional"),
+    ("field-check-required-only", "micromessage2/handshake/list-empty-name-optional"),
+    ("props-len-high-byte-dropped", "micromessage2/split-message/properties-300"),
+    ("continued-joined-only-for-send", "micromessage2/split-message/continued-command-joined"),
+    ("echo-bypasses-window", "micromessage2/ack-wrap/ack-window-echo"),
+    ("server-no-ack-under-batch-ack", "micromessage2/ack-wrap/server-acks-under-batch-ack"),
+    ("dotnet-type-once", "micromessage2/extension-index/dotnet-type-before-each-message"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
@@ -45,6 +56,9 @@ CLIENT_BUG_TO_CASE = {
     "accepts-lower-major": "micromessage2/handshake/client-major-zero",
     "colon-for-equals-accepted": "micromessage2/handshake/client-list-colon-for-equals",
     "ignores-error-once-open": "micromessage2/error-disconnect/client-error-received-close",
+    "final-server-suggestions-first": "micromessage2/handshake/client-final-offered-order",
+    "final-keeps-unechoed-optional": "micromessage2/handshake/client-server-higher-minor",
+    "optional-list-lenient": "micromessage2/handshake/client-list-colon-for-equals-optional",
 }
 
 

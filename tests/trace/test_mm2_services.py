@@ -110,7 +110,7 @@ def test_a_final_message_requiring_what_the_service_lacks_answered(tmp_path):
 # -- the test clients: a server hello requiring, or suggesting, what they lack --------------------
 
 def test_a_client_going_on_after_a_hello_requiring_what_it_lacks(tmp_path):
-    moves = [("client", _hello("", "json")), ("server", _hello("x-conformance-server-only")),
+    moves = [("client", _hello("", "json")), ("server", _hello("x-conformance-server-only", "json")),
              ("client", _hello("x-conformance-server-only", "json"))]
     assert _client(tmp_path, moves) == (["mm2-client-error-on-required"], [])
 

@@ -111,6 +111,30 @@ def test_mm2_a_client_answered_by_a_list_that_is_a_syntax_error_refuses_it():
     assert _feed(rules, bad) == [] and [v[:2] for v in rules.on_end("client", 3.0, "FIN", 0)] == []
 
 
+def test_mm2_a_server_answered_by_a_list_that_is_a_syntax_error_refuses_it():
+    # the client hello's lists, required or optional: the server must send ERROR, not its hello
+    for required, optional in (("JSON", ""), ("", "json;JSON"), ("", "batch-ack:max-count:100"), ("", "json;;ack")):
+        hello = ("client", _hs(required, optional))
+        assert _feed(rules_for("micromessage2", "tcp", {}), [hello, ("server", _hs())]) == [
+            ("server", "mm2-field-restrictions")]
+        assert _feed(rules_for("micromessage2", "tcp", {}), [hello, ("server", {"frame": "error"})]) == []
+    assert _feed(rules_for("micromessage2", "tcp", {}), [("client", _hs("", "json;")), ("server", _hs())]) == []
+
+
+def test_mm2_the_final_optional_list_activates_what_both_listed_in_the_clients_order():
+    def final(client_optional, server_optional, final_optional):
+        return _feed(rules_for("micromessage2", "tcp", {}), [
+            ("client", _hs("", client_optional)), ("server", _hs("", server_optional)),
+            ("client", _hs("", final_optional))])
+    assert final("json", "json;ack", "json;ack") == []
+    assert final("json", "json;ack", "json") == []
+    assert final("json;dotnet", "dotnet;json", "json;dotnet") == []  # the client's order wins
+    # the server's suggestion before the client's offer
+    assert final("json", "json;ack", "ack;json") == [("client", "mm2-client-final")]
+    # an offer the server's hello did not list: the server does not support it
+    assert final("json", "", "json") == [("client", "mm2-client-final")]
+
+
 def test_mm2_lists_the_grammar_allows_leave_the_client_free_to_go_on():
     # one trailing ';', an unknown property, a percent-encoded value: valid lists
     assert _mm2("", "json;", "json") == []

@@ -103,7 +103,8 @@ class Rules(Base):
         self.prompt = self.suite_wait("prompt_ms")
         self.hellos: dict[str, dict] = {}  # side -> its hello's fields
         self.must_error: str | None = None  # the side answered by a hello of another major
-        self.bad_list: str | None = None  # the server hello's list, a syntax error, the client must refuse
+        # side -> the peer's hello list, a syntax error, that side must refuse (ERROR, not its hello or final)
+        self.bad_list: dict[str, str] = {}
         self.extensions: list[str] | None = None  # the final message's required + optional names: ID - 1
         self.windows: dict[str, ReceiveWindow] = {}  # sender -> its messages the peer has not acked
         self.topics: dict[str, dict] = {}  # destination -> its fact (conformance/trace/sessions/micromessage2.py)
@@ -160,6 +161,10 @@ class Rules(Base):
                 and isinstance(args.get("destination"), str) and "pubsub" in (self.extensions or ())):
             takes = ("mm2-large-payload", f"the client's {f['name']} COMMAND with LARGE_PAYLOAD set on its short "
                      "payload (the length then 4 bytes)")
+        elif (kind == "command" and (f.get("fragments") or 1) > 1 and f.get("name") in ("subscribe", "unsubscribe")
+                and isinstance(args.get("destination"), str) and "pubsub" in (self.extensions or ())):
+            takes = ("mm2-continued", f"the client's {f['name']} COMMAND in {f['fragments']} CONTINUED fragments "
+                     "(the receiver joins them)")
         if takes is None and kind == "message" and f.get("destination") in SERVED:
             return []  # a SEND the service serves: an ERROR after it still answers the frame before
         self.refused.sent(ts, takes)
@@ -187,9 +192,10 @@ class Rules(Base):
                                   f"{self.owed_error[1]}, which the test service does not implement: it must "
                                   "send ERROR and disconnect")
             self.owed_error = None
-        if side == "client" and self.bad_list is not None and kind != "error":
-            out += self._once(side, "mm2-field-restrictions", f"the client sent a {kind} frame after the server's "
-                              f"hello listed {self.bad_list}: a syntax error, it must send ERROR and disconnect")
+        if side in self.bad_list and kind != "error":
+            out += self._once(side, "mm2-field-restrictions", f"the {side} sent a {kind} frame after the "
+                              f"{other(side)}'s hello listed {self.bad_list[side]}: a syntax error, it must send "
+                              "ERROR and disconnect")
         if kind == "error":
             self.error_at.setdefault(other(side), ts)
             return out
@@ -217,10 +223,13 @@ class Rules(Base):
             if peer in self.hellos and self.hellos[peer]["major"] != f["major"]:
                 # a different major is never compatible: the client, whose turn it is, sends ERROR, not its final
                 self.must_error = "client"
-            if side == "server" and peer in self.hellos:
-                # the client's turn: answered by a list it cannot parse, it sends ERROR, not its final
-                self.bad_list = next((f"{key} {f[key]!r} ({error})" for key in ("required", "optional")
-                                      if (error := _syntax_error(f[key])) is not None), None)
+            # the peer's turn: answered by a list it cannot parse (required or optional), it sends ERROR,
+            # not its hello (the server) or its final (the client)
+            if side == "client" and peer not in self.hellos or side == "server" and peer in self.hellos:
+                bad = next((f"{key} {f[key]!r} ({error})" for key in ("required", "optional")
+                            if (error := _syntax_error(f[key])) is not None), None)
+                if bad is not None:
+                    self.bad_list[peer] = bad
             return []
         if side != "client" or "server" not in self.hellos or self.extensions is not None:
             return []
@@ -258,6 +267,17 @@ class Rules(Base):
         if unoffered:
             out.append(("client", "mm2-client-final", f"the client's final handshake activates {unoffered}, which "
                         "neither hello offered"))
+        # activated = offered by the client and listed by the server's hello (the client's offers it supports)
+        unechoed = [name for name in optional if name in client_optional and name not in server_optional]
+        if unechoed:
+            out.append(("client", "mm2-client-final", f"the client's final handshake activates {unechoed}, which "
+                        "the server's hello did not list: the server does not support it"))
+        listed = [name for name in optional if name in client_optional + server_optional]
+        order = [name for name in dict.fromkeys(client_optional) if name in listed] + [
+            name for name in dict.fromkeys(server_optional) if name in listed and name not in client_optional]
+        if listed != order and len(set(listed)) == len(listed):
+            out.append(("client", "mm2-client-final", f"the client's final handshake lists its optional extensions "
+                        f"as {listed}, not in client-offered order then server-offered order ({order})"))
         if self.services:
             own = {*client_required, *client_optional}
             suggested = [name for name in optional if name in server_optional and client_lacks(name, own)]
