@@ -75,6 +75,8 @@ CLIENT_BUG_TO_CASE = {
     "unknown-stream-payload-closes": "rsocket/error-disconnect/client-payload-unknown-stream",
     "complete-alone-is-item": "rsocket/request/client-stream-complete-alone",
     "metadata-push-m-clear": "rsocket/extension-index/client-metadata-push",
+    "error-unknown-stream-closes": "rsocket/error-disconnect/client-error-unknown-stream",
+    "payload-stream-zero-closes": "rsocket/error-disconnect/client-payload-unknown-stream",
 }
 
 

@@ -21,8 +21,8 @@ their ERROR.  A side that completed a request-stream sends no PAYLOAD on it afte
 sent is judged only when a side ended the connection and it was watched ``silence_ms`` past
 what asked for it: a capture that stops first may just have missed it.
 
-Frames a receiver must ignore (a CANCEL of a stream it does not have, a PAYLOAD on a stream id no
-frame had used in a connection the capture holds from its SETUP, an EXT or a bad frame with I set,
+Frames a receiver must ignore (a CANCEL of a stream it does not have, a PAYLOAD or an ERROR on a
+stream id above 0 no frame had used in a connection the capture holds from its SETUP, an EXT or a bad frame with I set,
 a second SETUP, a SETUP sent to a client, a setup ERROR sent to an established client): the
 receiver breaks the rule that says so when its very next move is ERROR[CONNECTION_ERROR] on
 stream 0, or a close while a stream it requested is still open, within ``silence_ms`` (and the
@@ -413,6 +413,9 @@ class Rules(Base):
         elif f["type"] == "PAYLOAD" and self._never_used(sid):
             self.ignorable[peer] = _Ignorable("rsocket-payload-unknown",
                                               f"a PAYLOAD on stream {sid}, which no frame had used", ts)
+        elif f["type"] == "ERROR" and sid != 0 and self._never_used(sid):
+            self.ignorable[peer] = _Ignorable("rsocket-error-unknown", f"an ERROR on stream {sid}, which no frame "
+                                              "had used", ts)
         elif f["type"] == "PAYLOAD":
             self.delivered[peer] = ts
         elif f["type"] == "REQUEST_N" and f["n"] == 0 and side == "client" and sid in self.live["client"]:
