@@ -9,13 +9,17 @@ correct twin: the reference server itself.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 
+from reference_impl.rsocket import codec, streams
 from reference_impl.rsocket.codec import (
-    APPLICATION_ERROR, CONNECTION_ERROR, Error, Ext, Keepalive, RequestChannel, RequestFnf, RequestStream, Resume,
-    ResumeOk, Setup,
+    APPLICATION_ERROR, CONNECTION_ERROR, REJECTED_SETUP, UNSUPPORTED_SETUP, Error, Ext, Keepalive, Payload,
+    RequestChannel, RequestFnf, RequestStream, Resume, ResumeOk, Setup,
 )
-from reference_impl.rsocket.connection import Connection, FrameIgnored, Kind, Role
+from reference_impl.rsocket.connection import (
+    CancelReceived, Connection, ConnectionClosed, FrameIgnored, Kind, RequestReceived, Role,
+)
 from reference_impl.rsocket.server import RSocketServer, start_server
 from reference_impl.rsocket.service import TestService
 
@@ -50,6 +54,13 @@ BUGS = {
     "resume-position-counts-keepalive",  # counts received KEEPALIVEs in its implied position (RESUME_OK too high)
     "request-on-stream-zero-closes",  # a REQUEST_* on stream 0 is a connection error instead of being dropped
     "channel-next-complete-item-dropped",  # a channel PAYLOAD with N and C is taken as the completion alone
+    # mutation hunt: bugs no case caught before
+    "extra-complete-after-last",   # a stream's last item carries C, and then a second COMPLETE follows
+    "cancel-keeps-id-in-use",      # a cancelled stream stops, but its id stays in use: a new request on it is ignored
+    "channel-initial-n-zero-accepted",  # the n > 0 check covers REQUEST_STREAM only: a channel opens with n = 0
+    "rejected-setup-from-client-closes",  # ERROR[UNSUPPORTED_SETUP|REJECTED_SETUP] from the client closes the connection
+    "second-setup-resets-streams",  # a second SETUP is dropped, but the streams open before it are forgotten
+    "mime-non-ascii-accepted",     # a SETUP MIME type that is not ASCII is read as Latin-1 and accepted (a SHOULD)
 }
 
 _WRAP = 1 << 32
@@ -71,10 +82,39 @@ class BuggyConnection(Connection):
             return
         super()._receive_first(frame, events)
 
+    @contextmanager
+    def _latin1_mime(self):
+        """mime-non-ascii-accepted: this connection's decoding reads MIME types as Latin-1 (decoding is
+        synchronous, so the codec is patched only while this connection's bytes are read)."""
+        if self.bug != "mime-non-ascii-accepted":
+            yield
+            return
+        original = codec._Reader.mime
+        codec._Reader.mime = lambda r, what: r.take(r.uint(1, f"{what} length"), what).decode("latin-1")
+        try:
+            yield
+        finally:
+            codec._Reader.mime = original
+
+    def receive_data(self, data, now=None):
+        with self._latin1_mime():
+            return super().receive_data(data, now)
+
+    def receive_message(self, message, now=None):
+        with self._latin1_mime():
+            return super().receive_message(message, now)
+
     def _receive(self, frame, now, events) -> None:
         if self._established:
             if isinstance(frame, Setup) and self.bug == "second-setup-closes":
                 self._connection_error(CONNECTION_ERROR, "second SETUP", events)
+                return
+            if isinstance(frame, Setup) and self.bug == "second-setup-resets-streams":
+                self._streams.clear()
+                if self.app is not None:
+                    self.app._ranges.clear()
+                    self.app._channels.clear()
+                events.append(FrameIgnored("unexpected-setup", 0))
                 return
             if isinstance(frame, Keepalive) and frame.respond and self.bug == "keepalive-data-dropped":
                 self._send(Keepalive(False, 0, b""))
@@ -141,6 +181,13 @@ class BuggyConnection(Connection):
         super()._receive_request(frame, events)
 
     def _deliver_request(self, sid, stream, first, metadata, data, complete, events) -> None:
+        if (stream.kind is Kind.CHANNEL and getattr(first, "initial_n", 1) == 0
+                and self.bug == "channel-initial-n-zero-accepted"):
+            stream.partial = None
+            stream.outbound = streams.Credit(0)
+            stream.received_done = complete
+            events.append(RequestReceived(stream.kind, sid, metadata, data, 0, complete))
+            return
         fragmented = getattr(first, "follows", False)
         if (fragmented and isinstance(first, (RequestStream, RequestChannel))
                 and self.bug == "fragmented-request-n-lost"):
@@ -156,6 +203,25 @@ class BuggyConnection(Connection):
                 and self.bug == "channel-next-complete-item-dropped"):
             next_, metadata, data = False, None, b""  # onComplete without the onNext before it
         super()._deliver_payload(sid, stream, metadata, data, next_, complete, events)
+
+    def _receive_error(self, frame, events) -> None:
+        if (frame.stream_id == 0 and frame.code in (UNSUPPORTED_SETUP, REJECTED_SETUP)
+                and self.bug == "rejected-setup-from-client-closes"):
+            self._close(ConnectionClosed("peer error", frame.code, by_peer=True), events)
+            return
+        super()._receive_error(frame, events)
+
+    def send_payload(self, stream_id, data, metadata=None, *, complete=False) -> None:
+        stream = self._streams.get(stream_id)
+        kind = stream.kind if stream is not None else None
+        super().send_payload(stream_id, data, metadata, complete=complete)
+        if complete and kind is Kind.STREAM and self.bug == "extra-complete-after-last":
+            self._send(Payload(stream_id, complete=True))
+
+    def request_n(self, stream_id, n) -> None:
+        if n == 0 and self.bug == "channel-initial-n-zero-accepted":
+            return  # the channel's zero credit, passed through, sends nothing
+        super().request_n(stream_id, n)
 
     def _receive_request_n(self, frame, events) -> None:
         stream = self._streams.get(frame.stream_id)
@@ -173,6 +239,13 @@ class BuggyConnection(Connection):
         return value if value is None else max(value, 0)  # a wrapped (negative) credit stalls the stream
 
     def _receive_cancel(self, frame, events) -> None:
+        if frame.stream_id in self._streams and self.bug == "cancel-keeps-id-in-use":
+            stream = self._streams[frame.stream_id]
+            stream.outbound = streams.Credit(0)
+            stream.sent_done = True
+            stream.received_done = False  # never released: the id stays in use
+            events.append(CancelReceived(frame.stream_id))
+            return
         if self.bug == "ignores-cancel":
             events.append(FrameIgnored("cancel-ignored", frame.stream_id))
             return

@@ -20,6 +20,7 @@ _allocate = Connection.allocate_stream_id
 _receive = Connection._receive
 _receive_error = Connection._receive_error
 _receive_payload = Connection._receive_payload
+_frame_error = Connection._frame_error
 _deliver_payload = Connection._deliver_payload
 _request_response = rsocket_client.RSocketClient.request_response
 _start_resume = Connection.start_resume
@@ -138,6 +139,21 @@ def _unknown_stream_payload_closes(self, frame, events):
     _receive_payload(self, frame, events)
 
 
+def _error_unknown_stream_closes(self, frame, events):
+    if frame.stream_id != 0 and frame.stream_id not in self._streams:
+        self._connection_error(CONNECTION_ERROR, "ERROR on an unknown stream", events)
+        return
+    _receive_error(self, frame, events)
+
+
+def _payload_stream_zero_closes(self, exc, events):
+    # the codec reports a PAYLOAD on stream 0 as an ignorable frame error (stream-id-zero): never a PAYLOAD
+    if exc.code == "stream-id-zero" and exc.frame_type == codec.PAYLOAD:
+        self._connection_error(CONNECTION_ERROR, "PAYLOAD on stream 0", events)
+        return False
+    return _frame_error(self, exc, events)
+
+
 def _complete_is_next(self, sid, stream, metadata, data, next_, complete, events):
     # a PAYLOAD with C alone is delivered as one more (empty) item, then completion
     _deliver_payload(self, sid, stream, metadata, data, next_ or complete, complete, events)
@@ -178,6 +194,10 @@ BUGS = {
     "metadata-push-m-clear": lambda: mock.patch.object(Connection, "metadata_push", _metadata_push_m_clear),
     "resumes-after-rejection": lambda: mock.patch.object(Connection, "_receive_while_resuming",
                                                          _resumes_after_rejection),
+    # mutation hunt: bugs no case caught before
+    "error-unknown-stream-closes": lambda: mock.patch.object(Connection, "_receive_error",
+                                                             _error_unknown_stream_closes),
+    "payload-stream-zero-closes": lambda: mock.patch.object(Connection, "_frame_error", _payload_stream_zero_closes),
 }
 
 

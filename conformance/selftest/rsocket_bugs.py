@@ -42,10 +42,16 @@ BUG_TO_CASE = [
     ("request-on-stream-zero-closes", "rsocket/error-disconnect/request-on-stream-zero-ignored"),
     ("channel-next-complete-item-dropped", "rsocket/request/channel-payload-after-complete-ignored"),
     ("channel-next-complete-item-dropped", "rsocket/split-message/follows-with-complete"),
+    ("extra-complete-after-last", "rsocket/request/stream-completes-once"),
+    ("cancel-keeps-id-in-use", "rsocket/error-disconnect/cancelled-id-reused"),
+    ("channel-initial-n-zero-accepted", "rsocket/ack-wrap/channel-initial-n-zero"),
+    ("rejected-setup-from-client-closes", "rsocket/handshake/setup-error-from-client-ignored"),
+    ("second-setup-resets-streams", "rsocket/handshake/second-setup-ignored"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
     ("error-data-latin1", "rsocket/error-disconnect/error-data-utf8"),
+    ("mime-non-ascii-accepted", "rsocket/handshake/setup-mime-not-ascii"),
 ]
 CLIENT_BUG_TO_CASE = {
     "setup-version-2": "rsocket/handshake/client-setup",
@@ -69,6 +75,8 @@ CLIENT_BUG_TO_CASE = {
     "unknown-stream-payload-closes": "rsocket/error-disconnect/client-payload-unknown-stream",
     "complete-alone-is-item": "rsocket/request/client-stream-complete-alone",
     "metadata-push-m-clear": "rsocket/extension-index/client-metadata-push",
+    "error-unknown-stream-closes": "rsocket/error-disconnect/client-error-unknown-stream",
+    "payload-stream-zero-closes": "rsocket/error-disconnect/client-payload-unknown-stream",
 }
 
 

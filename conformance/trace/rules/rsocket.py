@@ -15,12 +15,14 @@ the data of the one that asked for it.
 Answers a side owes (``_Owed``): a refused SETUP (another major version, a zero timer) or a first
 frame that is not SETUP/RESUME gets ERROR[...] on stream 0 as the server's first frame; a SETUP
 with L gets a LEASE (or a refusal); a REQUEST_N of 0 on a live stream (the profile's
-pinned reading) and a frame whose metadata length overruns get their ERROR.  An answer never
+pinned reading), a REQUEST_CHANNEL with initial n 0 and a frame whose metadata length overruns get
+their ERROR.  A side that completed a request-stream sends no PAYLOAD on it after its COMPLETE
+(until a new request re-uses the id).  An answer never
 sent is judged only when a side ended the connection and it was watched ``silence_ms`` past
 what asked for it: a capture that stops first may just have missed it.
 
-Frames a receiver must ignore (a CANCEL of a stream it does not have, a PAYLOAD on a stream id no
-frame had used in a connection the capture holds from its SETUP, an EXT or a bad frame with I set,
+Frames a receiver must ignore (a CANCEL of a stream it does not have, a PAYLOAD or an ERROR on a
+stream id above 0 no frame had used in a connection the capture holds from its SETUP, an EXT or a bad frame with I set,
 a second SETUP, a SETUP sent to a client, a setup ERROR sent to an established client): the
 receiver breaks the rule that says so when its very next move is ERROR[CONNECTION_ERROR] on
 stream 0, or a close while a stream it requested is still open, within ``silence_ms`` (and the
@@ -242,6 +244,7 @@ class Rules(Base):
         self.client_requested = False
         self.opened: dict[str, set[int]] = {"client": set(), "server": set()}
         self.live: dict[str, dict[int, str]] = {"client": {}, "server": {}}  # streams each side requested, not ended
+        self.completed: dict[str, set[int]] = {"client": set(), "server": set()}  # request-streams each side completed
         self.keepalive_asked: dict[str, list[bytes]] = {"client": [], "server": []}  # data each side asked back
         self.owed: list[_Owed] = []
         self.ignorable: dict[str, _Ignorable | None] = {"client": None, "server": None}  # what each must ignore
@@ -388,8 +391,15 @@ class Rules(Base):
         out, peer, sid = [], other(side), f["stream"]
         if f["type"] in _REQUESTS and sid not in self.opened[peer]:
             self.opened[side].add(sid)
+            self.completed["client"].discard(sid)  # a new stream on the id (re-used once 2^31-1 was)
+            self.completed["server"].discard(sid)
             if f["type"] != "REQUEST_FNF":
                 self.live[side][sid] = f["type"]
+            if f["type"] == "REQUEST_CHANNEL" and f["n"] == 0 and side == "client":
+                self.owed.append(_Owed("rsocket-request-channel-n-positive", f"a REQUEST_CHANNEL with initial n 0 on "
+                                       f"stream {sid}: the server's answer is ERROR[INVALID] on it or "
+                                       "ERROR[CONNECTION_ERROR] on 0", ts,
+                                       lambda g, s=sid: g["type"] == "ERROR" and g["stream"] in (0, s), stream=sid))
             if f["parity"] != _PARITY[side]:
                 out.append((side, "rsocket-stream-id-parity",
                             f"the {side} opened stream {sid} with {f['type']}: {_PARITY[side]} IDs are its own"))
@@ -403,16 +413,25 @@ class Rules(Base):
         elif f["type"] == "PAYLOAD" and self._never_used(sid):
             self.ignorable[peer] = _Ignorable("rsocket-payload-unknown",
                                               f"a PAYLOAD on stream {sid}, which no frame had used", ts)
+        elif f["type"] == "ERROR" and sid != 0 and self._never_used(sid):
+            self.ignorable[peer] = _Ignorable("rsocket-error-unknown", f"an ERROR on stream {sid}, which no frame "
+                                              "had used", ts)
         elif f["type"] == "PAYLOAD":
             self.delivered[peer] = ts
         elif f["type"] == "REQUEST_N" and f["n"] == 0 and side == "client" and sid in self.live["client"]:
             self.owed.append(_Owed("rsocket-invalid-stream", f"a REQUEST_N of 0 on stream {sid}: the server's answer is"
                                    f" ERROR[INVALID] on it or ERROR[CONNECTION_ERROR] on 0", ts,
                                    lambda g, s=sid: g["type"] == "ERROR" and g["stream"] in (0, s), stream=sid))
+        if f["type"] == "PAYLOAD" and sid in self.completed[side]:
+            self.completed[side].discard(sid)  # one finding per stream
+            out.append((side, "rsocket-seq-stream-complete", f"a PAYLOAD on stream {sid} after the {side} completed "
+                        "that request-stream: its COMPLETE is the stream's last frame (RS -> RQ: COMPLETE)"))
         if f["type"] in ("CANCEL", "ERROR"):
             self.live[side].pop(sid, None)
             self.live[peer].pop(sid, None)
         elif f["type"] == "PAYLOAD" and (f["complete"] or self.live[peer].get(sid) == "REQUEST_RESPONSE"):
+            if f["complete"] and self.live[peer].get(sid) == "REQUEST_STREAM":
+                self.completed[side].add(sid)
             self.live[peer].pop(sid, None)  # the responder's last PAYLOAD (a response is always the last)
         self.mentioned.add(sid)
         return out
