@@ -34,6 +34,8 @@ BUG_TO_CASE = [
     ("reserved-bits-first-only", "stmp/error-disconnect/reserved-bits-second-in-segment"),
     ("notify-action0-negotiates", "stmp/handshake/notify-action-0-before-negotiation"),
     ("negotiation-rejects-json-only", "stmp/handshake/negotiation-protobuf"),
+    ("negotiation-rejects-json-only", "stmp/handshake/negotiation-msgpack"),
+    ("negotiation-rejects-json-only", "stmp/handshake/negotiation-bson"),
     ("action-low16-dispatch", "stmp/status/unknown-action-high-bits-is-error"),
     ("notify-enc0-writes-ps", "stmp/framing/notify-echo-encoding-none"),
     ("pings-once", "stmp/error-disconnect/server-keeps-sending-heartbeats"),
