@@ -36,7 +36,21 @@ BUGS = {
     "version-minor-ignored",    # accepts any offered 0.x as 0.1 (compares the major only)
     "only-pings-keep-alive",    # the heartbeat timeout is reset by Pings only, not by other traffic
     "text-guessed-on-tcp",      # like the Go original: a TCP chunk starting 0x30..0x33 is read as a text message
+    "reserved-bits-requests-only",  # checks the reserved bits on Requests only: a Notify 0xA9 is read as 0xA8
+    "encoding67-requests-only",  # refuses ENCODING 6/7 on Requests only: a Notify or Response reads them as Raw
+    "reserved-bits-first-only",  # checks the header of the first message of each TCP read only
+    "notify-action0-negotiates",  # before negotiation, a Notify ACTION 0 is taken as the negotiation request
+    "negotiation-rejects-json-only",  # refuses a JSON negotiation request only (ENCODING 1, 3, 4 read as Raw)
+    "action-low16-dispatch",    # dispatches on ACTION & 0xFFFF: 0x00010100 is served as the echo
+    "notify-enc0-writes-ps",    # writes a PS (0) after a Notify with ENCODING 0
+    "reserved-range-0xfff",     # takes ACTIONs up to 0xFFF as reserved: 0x200 gets 0x31, not 0x24 (a SHOULD)
+    "action-signed",            # holds ACTION in a signed int: 0x80000000 and up get 0x31, not 0x24 (a SHOULD)
+    "pings-once",               # sends the first heartbeat only
+    "pings-before-negotiation",  # sends heartbeats before negotiation completes
 }
+
+#: the header table with reserved bits ignored (for reserved-bits-first-only)
+_LENIENT = tuple(codec._HEADERS[b] if codec._HEADERS[b] is not None else codec._HEADERS[b & 0xF8] for b in range(256))
 
 
 class BuggyStmpServer:
@@ -59,6 +73,8 @@ class BuggyStmpServer:
         self.server.close()
 
     def _encode(self, msg) -> bytes:
+        if isinstance(msg, Notify) and msg.encoding == 0 and self.bug == "notify-enc0-writes-ps":
+            return bytes([0x80]) + msg.action.to_bytes(4, "big") + bytes(4)
         data = codec.encode_binary(msg, with_ps=True)
         if isinstance(msg, Response) and self.bug == "ps-missing" and msg.encoding:
             data = data[:4] + data[8:]
@@ -70,6 +86,7 @@ class BuggyStmpServer:
         decoder = codec.StreamDecoder()
         negotiated = False
         last_in = last_ping = time.monotonic()
+        pings_sent = 0
         pending: list[asyncio.Task] = []
 
         def send(msg) -> None:
@@ -95,14 +112,30 @@ class BuggyStmpServer:
                         data = bytes([data[0] & 0xFE]) + data[1:] if data[0] & 0x06 == 0 else data
                     if self.bug == "reserved-bits-ignored":
                         data = bytes(b & 0xF8 if i == 0 else b for i, b in enumerate(data))
+                    if self.bug in ("reserved-bits-requests-only", "encoding67-requests-only") and decoder.at_boundary:
+                        data = self._mask(data)
                     try:
                         if self.bug == "text-guessed-on-tcp" and decoder.at_boundary and 0x30 <= data[0] <= 0x33:
                             messages = [codec.decode_text(data.decode("utf-8", "replace"))]
+                        elif self.bug == "reserved-bits-first-only":
+                            if decoder.at_boundary:
+                                codec._parse_header_byte(data[0])  # the header check, on a read's first message only
+                            saved, codec._HEADERS = codec._HEADERS, _LENIENT
+                            try:
+                                messages = decoder.feed(data)
+                            finally:
+                                codec._HEADERS = saved
                         else:
                             messages = decoder.feed(data)
                     except CodecError:
                         send(Response(0, 0x20, 0, b""))
                         break
+                    bad_after = False
+                    if messages and self.bug != "reserved-bits-first-only":  # (its later headers go unchecked)
+                        try:
+                            decoder.feed(b"")  # raises an error found after them (answered once they are)
+                        except CodecError:
+                            bad_after = True
                     for msg in messages:
                         if isinstance(msg, Ping) or self.bug != "only-pings-keep-alive":
                             last_in = now
@@ -112,11 +145,16 @@ class BuggyStmpServer:
                             id_ok = msg.id == 0 if isinstance(msg, Request) else False
                             if self.bug == "negotiation-id-unchecked":
                                 id_ok = True
+                            if self.bug == "notify-action0-negotiates" and isinstance(msg, Notify) and msg.action == 0:
+                                msg = Request(0, 0, msg.encoding, msg.payload)
+                                id_ok = True
                             if isinstance(msg, Request) and id_ok and msg.action == 0:
-                                if msg.encoding not in (0, 5):  # a payload not Raw is no version list
+                                lenient = self.bug == "negotiation-rejects-json-only"
+                                if msg.encoding == 2 if lenient else msg.encoding not in (0, 5):  # no version list
                                     send(Response(0, 0x20, 0, b""))
                                     raise ConnectionAbortedError
-                                versions = codec.decode_versions(msg.payload, text=False) if msg.encoding == 5 else []
+                                versions = (codec.decode_versions(msg.payload, text=False)
+                                            if msg.encoding == 5 or (lenient and msg.encoding) else [])
                                 if self.bug == "version-minor-ignored" and any(major == 0 for major, _ in versions):
                                     versions.append((0, 1))
                                 if (0, 1) in versions:
@@ -134,9 +172,16 @@ class BuggyStmpServer:
                                 send(Response(reply_id, 0x20, 0, b""))
                                 raise ConnectionAbortedError
                         self._handle(msg, send, pending)
-                if negotiated and self.bug != "no-heartbeats" and now - last_ping >= self.interval:
+                    if bad_after:
+                        send(Response(0, 0x20, 0, b""))
+                        break
+                may_ping = negotiated or self.bug == "pings-before-negotiation"
+                if self.bug == "pings-once" and pings_sent >= 1:
+                    may_ping = False
+                if may_ping and self.bug != "no-heartbeats" and now - last_ping >= self.interval:
                     send(Ping())
                     last_ping = now
+                    pings_sent += 1
                 if negotiated and self.bug != "no-heartbeat-timeout" and now - last_in > self.timeout:
                     break
                 await writer.drain()
@@ -165,9 +210,12 @@ class BuggyStmpServer:
                 send(Response(0, 0x24, 0, b""))
             return
         reply_id = 0 if (self.bug == "wrong-id-after-wrap" and msg.id == 0xFFFF) else msg.id
-        if msg.action == 0x100:
+        action = msg.action & 0xFFFF if self.bug == "action-low16-dispatch" else msg.action
+        if self.bug == "action-signed" and action >= 0x80000000:
+            action -= 0x100000000  # ACTION held in a signed 32-bit int
+        if action == 0x100:
             send(Response(reply_id, 0, msg.encoding, msg.payload))
-        elif msg.action == 0x102:
+        elif action == 0x102:
             if len(msg.payload) != 4:
                 send(Response(reply_id, 0x20, 0, b""))
                 return
@@ -177,10 +225,21 @@ class BuggyStmpServer:
                 await asyncio.sleep(delay)
                 send(Response(reply_id, 0, 0, b""))
             pending.append(asyncio.ensure_future(later()))
-        elif msg.action < (0xFF if self.bug == "reserved-action-off-by-one" else 0x100):
+        elif action < {"reserved-action-off-by-one": 0xFF, "reserved-range-0xfff": 0x1000}.get(self.bug, 0x100):
             send(Response(reply_id, 0x31, 0, b""))
         else:
             send(Response(reply_id, 0x20 if self.bug == "not-found-as-bad-request" else 0x24, 0, b""))
+
+    def _mask(self, data: bytes) -> bytes:
+        """The first header of a read, as reserved-bits-requests-only or encoding67-requests-only read it."""
+        b = data[0]
+        if b >> 6 == 1:  # a Request: checked
+            return data
+        if self.bug == "reserved-bits-requests-only":
+            b &= 0xF8
+        elif (b >> 3 & 7) in (6, 7) and b >> 6 != 0:
+            b = b & 0xC7 | (5 << 3)  # read as Raw
+        return bytes([b]) + data[1:]
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ suite acting as server uses the codec only, so the patches never reach the side 
 from __future__ import annotations
 
 import contextlib
+import math
 from unittest import mock
 
 from reference_impl.stmp import client as stmp_client
@@ -43,7 +44,18 @@ def _dispatch_closing_on_unknown(self, message):
     _dispatch(self, message)
 
 
+def _tick_pinging_once(self, now):
+    before = self._next_ping
+    _tick(self, now)
+    if getattr(self, "_pinged_once", False):
+        self._next_ping = math.inf  # the ping timer is never re-armed
+    elif self._next_ping != before and self._state == stmp_connection._State.OPEN:
+        self._pinged_once = True  # the first heartbeat has just gone out
+        self._next_ping = math.inf
+
+
 _init = stmp_connection.Connection.__init__
+_tick = stmp_connection.Connection.tick
 _dispatch = stmp_connection.Connection._dispatch
 _start = stmp_connection.Connection.start
 _send_request = stmp_connection.Connection.send_request
@@ -57,6 +69,7 @@ BUGS = {
     "client-no-heartbeats": lambda: mock.patch.object(stmp_connection.Connection, "__init__", _init_without_heartbeats),
     "client-closes-on-unknown-response": lambda: mock.patch.object(
         stmp_connection.Connection, "_dispatch", _dispatch_closing_on_unknown),
+    "client-pings-once": lambda: mock.patch.object(stmp_connection.Connection, "tick", _tick_pinging_once),
 }
 
 

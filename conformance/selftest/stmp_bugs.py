@@ -26,11 +26,28 @@ BUG_TO_CASE = [
     ("version-minor-ignored", "stmp/handshake/version-other-minor"),
     ("only-pings-keep-alive", "stmp/error-disconnect/other-traffic-keeps-alive"),
     ("text-guessed-on-tcp", "stmp/error-disconnect/text-on-tcp"),
+    ("reserved-bits-requests-only", "stmp/error-disconnect/reserved-bit-on-notify"),
+    ("reserved-bits-requests-only", "stmp/error-disconnect/reserved-bit-on-response"),
+    ("encoding67-requests-only", "stmp/error-disconnect/encoding-6-notify"),
+    ("encoding67-requests-only", "stmp/error-disconnect/encoding-7-notify"),
+    ("encoding67-requests-only", "stmp/error-disconnect/encoding-6-response"),
+    ("reserved-bits-first-only", "stmp/error-disconnect/reserved-bits-second-in-segment"),
+    ("notify-action0-negotiates", "stmp/handshake/notify-action-0-before-negotiation"),
+    ("negotiation-rejects-json-only", "stmp/handshake/negotiation-protobuf"),
+    ("negotiation-rejects-json-only", "stmp/handshake/negotiation-msgpack"),
+    ("negotiation-rejects-json-only", "stmp/handshake/negotiation-bson"),
+    ("action-low16-dispatch", "stmp/status/unknown-action-high-bits-is-error"),
+    ("notify-enc0-writes-ps", "stmp/framing/notify-echo-encoding-none"),
+    ("pings-once", "stmp/error-disconnect/server-keeps-sending-heartbeats"),
+    ("pings-before-negotiation", "stmp/handshake/no-heartbeats-before-negotiation"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
     ("not-found-as-bad-request", "stmp/status/unknown-action-not-found"),
     ("truncated-as-server-error", "stmp/error-disconnect/truncated-frame"),
+    ("reserved-range-0xfff", "stmp/status/unknown-action-0x200-not-found"),
+    ("action-signed", "stmp/status/unknown-action-0x80000000-not-found"),
+    ("action-signed", "stmp/status/unknown-action-0xffffffff-not-found"),
 ]
 CLIENT_BUG_TO_CASE = {
     "version-nibbles-swapped": "stmp/handshake/client-sends-negotiation",
@@ -40,6 +57,7 @@ CLIENT_BUG_TO_CASE = {
     "times-out-early": "stmp/ack-wrap/client-request-timeout",
     "client-no-heartbeats": "stmp/error-disconnect/client-sends-heartbeats",
     "client-closes-on-unknown-response": "stmp/ack-wrap/client-response-to-unknown-id",
+    "client-pings-once": "stmp/error-disconnect/client-keeps-sending-heartbeats",
 }
 
 

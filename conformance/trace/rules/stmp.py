@@ -103,6 +103,7 @@ class Rules(Base):
         self.outstanding = {"client": Counter(), "server": Counter()}  # request IDs a side awaits replies to
         self.responses_sent = {"client": set(), "server": set()}  # IDs of Responses a side sent
         self.offered: list[str] = []
+        self.negotiation_encoding = _RAW  # the negotiation request's ENCODING (1..4: owed BadRequest and a close)
         self.version = ""  # the version the negotiation's Ok chose
         # request ID -> the ACTION the server lacks (a reserved one, or with the test services one the
         # service lacks) of the client's one outstanding request with that ID (None: two outstanding
@@ -171,6 +172,9 @@ class Rules(Base):
             self.first["client"] = False
             self.negotiation, self.refused_id = "refused-first", 0  # a ping is "any other message" too
             self.refusal_owed = ts
+        elif f["kind"] == "ping" and side == "server" and self.negotiation in ("none", "asked") and not self.blind:
+            out.append(("server", "stmp-negotiation-request",
+                        "the server sent a ping before the negotiation completed: heartbeats start once it completes"))
         elif f["kind"] == "request":
             if side == "client" and self.negotiation == "open":
                 self._note_unknown_action(f)
@@ -200,6 +204,7 @@ class Rules(Base):
         if f["kind"] == "request" and f["id"] == 0 and f["action"] == 0:
             self.negotiation = "asked"
             self.offered = list(f.get("versions") or [])
+            self.negotiation_encoding = f["encoding"]
             self.outstanding["client"][0] += 1
             if f["encoding"] != _RAW:
                 return [("client", "stmp-negotiation-request",
@@ -224,6 +229,9 @@ class Rules(Base):
             if f["status"] == _OK:
                 self.negotiation = "open"
                 self.quiet_since = ts if self.test_client else None
+                if 1 <= self.negotiation_encoding <= 4:
+                    return [("server", "stmp-negotiation-request", f"the negotiation's Ok answers a negotiation request "
+                             f"with ENCODING {self.negotiation_encoding}, not Raw: BadRequest and a close were owed")]
                 chosen = f.get("versions") or []
                 self.version = chosen[0] if len(chosen) == 1 else ""
                 if self.services and self.offered and _VERSION not in self.offered:
