@@ -141,3 +141,19 @@ def test_delegated_commands_own_their_options(tmp_path: Path) -> None:
     for command in (["matrix", "--out", missing, "--help"], ["images", "build", "--help"]):
         result = run(command, timeout=120)
         assert result.returncode == 0 and "usage:" in result.stdout, (command, result.stderr)
+
+
+def test_a_reader_that_goes_away_gets_no_traceback() -> None:
+    """`conformance cases | head -1`: the pipe closes after one line; the command stops quietly
+    with the shell's SIGPIPE status instead of printing a BrokenPipeError traceback."""
+    proc = subprocess.Popen(CONFORMANCE + ["cases"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away with most of the list unread
+    try:
+        stderr = proc.stderr.read()
+        code = proc.wait(60)
+    finally:
+        proc.kill()
+    assert first.strip()
+    assert b"Traceback" not in stderr and b"BrokenPipeError" not in stderr, stderr.decode()
+    assert code == 141
