@@ -13,7 +13,7 @@ from nacl import bindings as sodium
 
 from reference_impl.common.errors import CodecError
 from reference_impl.mc0 import codec, testkeys
-from reference_impl.mc0.broker import KNOWN_HEADERS, Broker, Send
+from reference_impl.mc0.broker import KNOWN_HEADERS, Broker, Refused, Send, check_request
 from reference_impl.mc0.server import Mc0Server
 from reference_impl.zmtp.commands import split_command
 from reference_impl.zmtp.curve import (
@@ -39,6 +39,18 @@ BUGS = {
     "unchecked-vouch",          # CURVE: INITIATE's vouch box is never opened, so any vouch passes
     "no-nonce-check",           # CURVE: a client MESSAGE whose short nonce does not increase (a replay) is accepted
     "fixed-server-transient",   # CURVE: one server short-term key pair S' for every connection
+    # hunt-mc0 additions
+    "unsub-removes-topic-for-all",  # one client's UNSUB t drops t for every subscriber
+    "close-drops-topic-for-all",    # a subscriber's connection closing drops its topics for every subscriber
+    "absence-drops-topic-for-all",  # a subscriber found absent drops its topics for every subscriber
+    "unsub-first-only",         # UNSUB '' t1 t2 unsubscribes t1 only
+    "unsub-refcount",           # SUB t twice needs two UNSUBs (ZeroMQ's SUB socket counting; a SHOULD)
+    "empty-body-no-separator",  # PUT TOPIC t '' (no body) is delivered as MESSAGE TOPIC t, the separator left out
+    "error-id-text-reencoded",  # an ERROR's ID is decoded and re-encoded as UTF-8 (OK's is untouched)
+    "empty-id-ignored",         # ID '' is taken for no ID: no OK, no ERROR
+    "refused-no-id-silent",     # a refused request without ID gets nothing back (a SHOULD; unknown verbs still ERROR)
+    "noop-once",                # one NOOP per quiet spell at most, never again after the client answers (a SHOULD)
+    "error-description-key",    # ERROR names its text DESCRIPTION instead of MESSAGE
 }
 
 
@@ -48,6 +60,9 @@ class BuggyBroker(Broker):
         self.bug = bug
         self.server: BuggyServer | None = None
         self.deaf = False
+        self.dropping: str | None = None  # why topics are being dropped: unsub, close or absence
+        self.ticking = False
+        self.counts: dict = {}  # unsub-refcount: (peer, topic) -> SUBs not yet undone
 
     def receive(self, peer, frames, now) -> list[Send]:
         if self.deaf:
@@ -59,6 +74,18 @@ class BuggyBroker(Broker):
             return []
         heard = self.peers[peer].last_heard if peer in self.peers else now
         msg = _decoded(frames)
+        if self.bug == "refused-no-id-silent" and msg is not None and msg.id is None:
+            try:
+                check_request(msg)
+            except Refused as refused:
+                if refused.code != "unknown-verb":
+                    if peer in self.peers:
+                        self.peers[peer].last_heard = now
+                    return []
+        if self.bug == "empty-id-ignored" and msg is not None and msg.id == b"":
+            sends = super().receive(peer, frames, now)
+            return [x for x in sends if not (x.peer == peer and x.frames[1:3] in ([codec.OK, codec.ID],
+                                                                                  [codec.ERROR, codec.ID]))]
         if self.bug == "accepts-version-0.1" and msg is not None and msg.verb == codec.CONNECT \
                 and msg.header(codec.VERSION) == b"0.1":
             frames = codec.encode_message(codec.Mc0Message(
@@ -80,6 +107,62 @@ class BuggyBroker(Broker):
             sends = [Send(s.peer, _without_x(s.frames)) for s in sends]
         return sends
 
+    def _serve(self, peer, state, msg) -> list[Send]:
+        if msg.verb == codec.UNSUB and self.bug == "unsub-first-only":
+            msg = codec.Mc0Message(msg.verb, msg.headers, msg.positional[:1])
+        if msg.verb in (codec.SUB, codec.UNSUB) and self.bug == "unsub-refcount":
+            keep = []
+            for topic in msg.positional or ():
+                key = (peer, topic)
+                if msg.verb == codec.SUB:
+                    self.counts[key] = self.counts.get(key, 0) + 1
+                elif self.counts.get(key, 0) > 1:
+                    self.counts[key] -= 1
+                    continue  # still subscribed: one UNSUB per SUB
+                else:
+                    self.counts.pop(key, None)
+                keep.append(topic)
+            msg = codec.Mc0Message(msg.verb, msg.headers, tuple(keep))
+        self.dropping = "unsub" if msg.verb == codec.UNSUB else None
+        try:
+            sends = super()._serve(peer, state, msg)
+        finally:
+            self.dropping = None
+        if msg.verb == codec.PUT and self.bug == "empty-body-no-separator" and msg.positional == ():
+            sends = [Send(s.peer, s.frames[:-1] if s.frames[-1] == b"" else s.frames) for s in sends]
+        return sends
+
+    def _unsubscribe(self, peer, topic: bytes) -> None:
+        if (self.bug, self.dropping) in (("unsub-removes-topic-for-all", "unsub"), ("close-drops-topic-for-all", "close"),
+                                         ("absence-drops-topic-for-all", "absence")):
+            self.subscribers.pop(topic, None)
+            return
+        super()._unsubscribe(peer, topic)
+
+    def detach(self, peer) -> None:
+        self.dropping = "close"
+        try:
+            super().detach(peer)
+        finally:
+            self.dropping = None
+
+    def _forget(self, peer, state) -> None:
+        # DISCONNECT reaches here through _serve (dropping None); only a tick's absence is marked
+        self.dropping = "absence" if self.dropping is None and self.ticking else self.dropping
+        try:
+            super()._forget(peer, state)
+        finally:
+            self.dropping = None
+
+    def _error(self, peer, description: str, request_id: bytes | None) -> Send:
+        if self.bug == "error-id-text-reencoded" and request_id is not None:
+            request_id = request_id.decode("utf-8", "replace").encode("utf-8")
+        send = super()._error(peer, description, request_id)
+        if self.bug == "error-description-key":
+            send = Send(send.peer, [b"DESCRIPTION" if f == codec.DESCRIPTION and i % 2 == 0 else f
+                                    for i, f in enumerate(send.frames)])
+        return send
+
     def matching(self, topic: bytes) -> set:
         if self.bug == "empty-topic-wildcard":
             return super().matching(topic) | set(self.subscribers.get(b"", ()))
@@ -93,8 +176,17 @@ class BuggyBroker(Broker):
         if self.bug == "no-ttl-expiry":
             for state in self.peers.values():
                 state.last_heard = max(state.last_heard, now - (state.ttl or 0) / 2)
-        sends = super().tick(now)
+        self.ticking = True
+        try:
+            sends = super().tick(now)
+        finally:
+            self.ticking = False
         return [] if self.bug == "no-noop" else sends
+
+    def _next_noop(self, state) -> float:  # type: ignore[override]  # the reference's is a staticmethod
+        if self.bug == "noop-once" and state.last_noop is not None:
+            return float("inf")
+        return Broker._next_noop(state)
 
 
 def _decoded(frames: list[bytes]):

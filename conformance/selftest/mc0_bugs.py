@@ -22,10 +22,22 @@ BUG_TO_CASE = [
     ("unchecked-vouch", "mc0/handshake/curve-forged-vouch"),
     ("no-nonce-check", "mc0/handshake/curve-replayed-message"),
     ("fixed-server-transient", "mc0/handshake/curve-fresh-server-transient"),
+    # hunt-mc0 additions
+    ("unsub-removes-topic-for-all", "mc0/pubsub/unsub-leaves-other-subscribers"),
+    ("close-drops-topic-for-all", "mc0/pubsub/close-leaves-other-subscribers"),
+    ("absence-drops-topic-for-all", "mc0/error-disconnect/absence-leaves-other-subscribers"),
+    ("unsub-first-only", "mc0/pubsub/unsub-several-topics"),
+    ("empty-body-no-separator", "mc0/pubsub/put-empty-body"),
+    ("error-id-text-reencoded", "mc0/ack-wrap/error-id-binary"),
+    ("empty-id-ignored", "mc0/ack-wrap/empty-id"),
+    ("error-description-key", "mc0/error-disconnect/unknown-verb-no-id"),
 ]
 #: SHOULD-level bugs: NON-STRICT
 SHOULD_BUG_TO_CASE = [
     ("no-noop", "mc0/error-disconnect/broker-noops-quiet-client"),
+    ("unsub-refcount", "mc0/pubsub/unsub-once-after-sub-twice"),
+    ("refused-no-id-silent", "mc0/error-disconnect/refused-without-id-gets-error"),
+    ("noop-once", "mc0/error-disconnect/noops-keep-coming"),
 ]
 
 SERVERS = servers("mc0", BUG_TO_CASE + SHOULD_BUG_TO_CASE, start_buggy, transport="zmtp")

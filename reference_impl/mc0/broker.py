@@ -26,7 +26,7 @@ Readings pinned here (docs/profiles/mc0.md where it speaks, the spec otherwise):
   (the sender too, when subscribed) as ``MESSAGE TOPIC t <X- headers> ''
   body...``: the X- headers in their order, untouched, ``ID`` not forwarded.
   Topics match exactly, octet for octet.  The deliveries go out before the
-  sender's OK.
+  sender's OK (a choice: docs/profiles/mc0.md allows either order).
 - CONNECT is not required before other verbs.  With a TTL, the broker sends
   NOOP once the client has been quiet for half the TTL (and again every half
   TTL), and a client quiet for longer than the TTL is absent: its

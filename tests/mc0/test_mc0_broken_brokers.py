@@ -27,6 +27,21 @@ BUG_TO_CASE = [
     ("drops-x-headers", "mc0/extension-index/x-headers-forwarded", "header_list"),
     ("no-ttl-expiry", "mc0/error-disconnect/ttl-expiry-drops-subscriptions", "mc0 MESSAGE TOPIC='ttl'"),
     ("noop-not-heard", "mc0/error-disconnect/traffic-keeps-client-present", "nothing arrived"),
+    ("unsub-removes-topic-for-all", "mc0/pubsub/unsub-leaves-other-subscribers", "nothing arrived"),
+    ("close-drops-topic-for-all", "mc0/pubsub/close-leaves-other-subscribers", "nothing arrived"),
+    ("absence-drops-topic-for-all", "mc0/error-disconnect/absence-leaves-other-subscribers", "nothing arrived"),
+    ("unsub-first-only", "mc0/pubsub/unsub-several-topics", "mc0 MESSAGE TOPIC='several/2'"),
+    ("empty-body-no-separator", "mc0/pubsub/put-empty-body", "separator"),
+    ("error-id-text-reencoded", "mc0/ack-wrap/error-id-binary", "mc0 ERROR ID="),
+    ("empty-id-ignored", "mc0/ack-wrap/empty-id", "nothing arrived"),
+    ("error-description-key", "mc0/error-disconnect/unknown-verb-no-id", "no field 'message'"),
+]
+#: SHOULD-level bugs: NON-STRICT
+SHOULD_BUG_TO_CASE = [
+    ("no-noop", "mc0/error-disconnect/broker-noops-quiet-client", "nothing arrived"),
+    ("unsub-refcount", "mc0/pubsub/unsub-once-after-sub-twice", "mc0 MESSAGE TOPIC='unsub/twice'"),
+    ("refused-no-id-silent", "mc0/error-disconnect/refused-without-id-gets-error", "nothing arrived"),
+    ("noop-once", "mc0/error-disconnect/noops-keep-coming", "nothing arrived"),
 ]
 
 
@@ -45,7 +60,14 @@ def test_each_bug_fails_its_case(bug: str, case_id: str, words: str) -> None:
     assert words in result.message, result.message
 
 
-@pytest.mark.parametrize("case_id", sorted({c for _, c, _ in BUG_TO_CASE} | {"mc0/error-disconnect/broker-noops-quiet-client"}))
+@pytest.mark.parametrize("bug,case_id,words", SHOULD_BUG_TO_CASE, ids=[f"{b}->{c}" for b, c, _ in SHOULD_BUG_TO_CASE])
+def test_each_should_bug_is_non_strict_on_its_case(bug: str, case_id: str, words: str) -> None:
+    result = asyncio.run(_grade(bug, case_id))
+    assert result.grade is Grade.NON_STRICT, (result.grade, result.message, result.log.render()[-3000:])
+    assert words in result.message, result.message
+
+
+@pytest.mark.parametrize("case_id", sorted({c for _, c, _ in BUG_TO_CASE + SHOULD_BUG_TO_CASE}))
 def test_the_same_cases_pass_without_the_bug(case_id: str) -> None:
     # The bug-free twin passes, so each failure above comes from its bug alone.
     result = asyncio.run(_grade(None, case_id))

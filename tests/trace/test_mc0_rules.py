@@ -172,3 +172,40 @@ def test_a_broker_silent_a_reply_wait_after_a_malformed_message(tmp_path):
 def test_a_broker_answering_each_malformed_message_is_not_judged(tmp_path):
     moves = [("client", ODD), ("server", ODD_REFUSED), ("client", ODD), ("server", ODD_REFUSED)]
     assert _owed_error_findings(tmp_path, moves, 9) == []
+
+
+def test_a_message_after_the_ok_to_its_topics_unsub_is_a_finding(tmp_path, capsys):
+    # the draft's [ 'UNSUB', '', 'topic1', 'topic2' ]; profile: one UNSUB ends a subscription
+    def sub(i):
+        return [b"", b"SUB", b"ID", i, b"", b"t"]
+
+    def ok(i):
+        return [b"", b"OK", b"ID", i]
+
+    unsub, message = [b"", b"UNSUB", b"ID", b"u", b"", b"t"], [b"", b"MESSAGE", b"TOPIC", b"t", b"", b"x"]
+    found = _reply_findings(tmp_path, capsys, [("client", sub(b"s")), ("server", ok(b"s")), ("client", unsub),
+                                               ("server", ok(b"u")), ("server", message)])
+    assert len(found) == 1 and "mc0-unsub" in found[0] and "mc0-unsub-once" not in found[0], found
+    # subscribed twice: the level of mc0-unsub-once (SHOULD), not mc0-unsub's
+    head = [("client", _greeting(False) + READY), ("server", _greeting(True) + READY)]
+    moves = [("client", sub(b"s")), ("server", ok(b"s")), ("client", sub(b"r")), ("server", ok(b"r")),
+             ("client", unsub), ("server", ok(b"u")), ("server", message)]
+    pcap = write_pcap(tmp_path / "twice.pcap", conversation(CLIENT, SERVER, head + [(s, _message(m)) for s, m in moves]))
+    main(["check-trace", "--port", "9000=mc0", str(pcap)])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "mc0-unsub" in line]
+    assert len(lines) == 1 and "mc0-unsub-once" in lines[0] and "FAILED" not in lines[0], lines
+    # a delivery before the UNSUB's OK, or after a SUB sent again (even before that OK), is no finding
+    assert _reply_findings(tmp_path, capsys, [("client", sub(b"s")), ("server", ok(b"s")), ("client", unsub),
+                                              ("server", message), ("server", ok(b"u"))]) == []
+    assert _reply_findings(tmp_path, capsys, [("client", sub(b"s")), ("server", ok(b"s")), ("client", unsub),
+                                              ("client", sub(b"r")), ("server", ok(b"u")), ("server", ok(b"r")),
+                                              ("server", message)]) == []
+
+
+def test_a_message_without_its_separator_is_a_finding(tmp_path, capsys):
+    # profile: PUT TOPIC t '' body reaches every subscriber of t exactly as `MESSAGE TOPIC t <other headers> '' body`
+    sub, ok = [b"", b"SUB", b"ID", b"s", b"", b"t"], [b"", b"OK", b"ID", b"s"]
+    found = _reply_findings(tmp_path, capsys, [("client", sub), ("server", ok), ("server", [b"", b"MESSAGE", b"TOPIC", b"t"])])
+    assert len(found) == 1 and "mc0-message" in found[0], found
+    assert _reply_findings(tmp_path, capsys, [("client", sub), ("server", ok),
+                                              ("server", [b"", b"MESSAGE", b"TOPIC", b"t", b""])]) == []

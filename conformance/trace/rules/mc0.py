@@ -14,7 +14,11 @@ they are reported as not checkable, never skipped silently.  The message rules (
 - an OK to a request the profile refuses, when every outstanding request with its ID is one: a
   CONNECT naming a VERSION other than 0.3 and 0.2 (mc0-connect-version);
 - a MESSAGE for a topic this connection never subscribed to (mc0-put-subscribers; topics match
-  exactly), or only subscribed to before it went quiet past twice its TTL (mc0-ttl-absent);
+  exactly), or only subscribed to before it went quiet past twice its TTL (mc0-ttl-absent), or
+  after the broker's OK to its UNSUB of the topic with no SUB since (mc0-unsub; mc0-unsub-once when
+  the client had subscribed to it more than once: one UNSUB ends a subscription);
+- a MESSAGE without the empty separator before its body (mc0-message: the profile's `MESSAGE TOPIC
+  t <other headers> '' body`, the separator there even when the body is empty);
 - a PUT of this connection whose topic and body came back in a MESSAGE, but never with its X-
   headers in order (mc0-reserved-headers): another publisher's PUT of the same topic and body may
   carry other headers, so a MESSAGE with other headers is that PUT's delivery only if no MESSAGE
@@ -278,7 +282,13 @@ class _Messages:
         self.puts: list[_PendingPut] = []  # this connection's PUTs waiting for their delivery
         self.ended: set[str] = set()
         # -- the session facts of the topics (conformance/trace/sessions/mc0.py) --
-        self.requests: dict[bytes, list[tuple[bytes, tuple[bytes, ...]]]] = {}  # ID -> (verb, SUB topics), oldest first
+        # ID -> [verb, SUB or UNSUB topics, an UNSUB's place among the client's messages or a PUT's
+        # (topic, index of its publication)], oldest first
+        self.requests: dict[bytes, list[list]] = {}
+        self.sent = 0  # the client's messages that decoded
+        self.sub_at: dict[bytes, int] = {}  # topic -> the place of the client's last SUB of it
+        self.subs = Counter()  # topic -> the client's SUBs of it since the last UNSUB the broker said OK to
+        self.unsubscribed: dict[bytes, str] = {}  # topic -> the requirement a MESSAGE for it breaks now
         self.waiting = 0  # requests held in self.requests
         self.requests_lost = False  # more were waiting than held: an OK can no longer be told to be a SUB's
         self.topics: dict[bytes, dict] = {}  # topic -> its fact
@@ -389,6 +399,9 @@ class _Messages:
             if message.header(codec.DESCRIPTION) is None:
                 out.append(("server", "mc0-error", "an ERROR without its MESSAGE header"))
         if message.verb == codec.MESSAGE:
+            if message.positional is None:
+                out.append(("server", "mc0-message", "a MESSAGE without the empty frame before its body ([ 'MESSAGE', "
+                            "'TOPIC', topic, '', body ]: the separator is there even when the body is empty)", "client"))
             out += self._delivery(message)
         return out
 
@@ -401,6 +414,11 @@ class _Messages:
             if topic in self.lapsed:
                 out.append(("server", "mc0-ttl-absent", f"a MESSAGE for {topic[:40]!r}, subscribed to only before "
                             f"the client went quiet past its TTL (absent: its subscriptions dropped)", "client"))
+            elif topic in self.unsubscribed:
+                requirement = self.unsubscribed[topic]
+                out.append(("server", requirement, f"a MESSAGE for {topic[:40]!r} after the broker's OK to the client's "
+                            f"UNSUB of it, with no SUB since" + (" (it was subscribed more than once: one UNSUB ends a "
+                            "subscription)" if requirement == "mc0-unsub-once" else ""), "client"))
             else:
                 out.append(("server", "mc0-put-subscribers", f"a MESSAGE for {topic[:40]!r}, a topic this connection "
                             f"never subscribed to (topics match exactly)", "client"))
@@ -422,13 +440,16 @@ class _Messages:
     def _topic(self, topic: bytes, ts: float) -> dict | None:
         if topic not in self.topics and len(self.topics) < _KEPT_TOPICS:
             self.topics[topic] = {"kind": "topic", "first_ts": ts, "subscribed": None, "unsubscribed": False,
-                                  "published": [], "delivered": [], "overflow": False}
+                                  "published": [], "acked": [], "delivered": [], "overflow": False}
         return self.topics.get(topic)
 
     def _pubsub_request(self, message: codec.Mc0Message, ts: float) -> None:
+        self.sent += 1
+        request = None
         if message.id is not None and not self.requests_lost:
-            topics = tuple(message.positional or ())[:_KEPT_TOPICS] if message.verb == codec.SUB else ()
-            self.requests.setdefault(message.id, []).append((message.verb, topics))
+            topics = tuple(message.positional or ())[:_KEPT_TOPICS] if message.verb in (codec.SUB, codec.UNSUB) else ()
+            request = [message.verb, topics, self.sent if message.verb == codec.UNSUB else None]
+            self.requests.setdefault(message.id, []).append(request)
             self.waiting += 1
             if self.waiting > _KEPT_REQUESTS:
                 self.requests, self.requests_lost = {}, True
@@ -436,6 +457,11 @@ class _Messages:
         if message.verb == codec.SUB:
             for subscribed in (message.positional or ())[:_KEPT_TOPICS]:
                 self._topic(subscribed, ts)  # its deliveries are kept from now on, even before the OK
+            for subscribed in message.positional or ():
+                if subscribed in self.sub_at or len(self.sub_at) < _KEPT_TOPICS:
+                    self.sub_at[subscribed] = self.sent
+                    self.subs[subscribed] += 1
+                    self.unsubscribed.pop(subscribed, None)
         elif message.verb == codec.CONNECT and message.header(codec.TTL) is not None:
             self.asked_ttl = True
         elif message.verb == codec.DISCONNECT:
@@ -449,6 +475,8 @@ class _Messages:
             fact = self._topic(topic, ts)
             if fact is not None and len(fact["published"]) < _KEPT_PER_TOPIC:
                 fact["published"].append((ts, _digest(topic, message.positional), self.rules.where()))
+                if request is not None:
+                    request[2] = (topic, len(fact["published"]) - 1)  # its OK proves the broker served it
 
     def _pubsub_reply(self, message: codec.Mc0Message, ts: float) -> None:
         if message.verb == codec.ERROR:
@@ -458,13 +486,26 @@ class _Messages:
             if waiting:
                 # the subscription is in place once the broker said OK to the SUB: an OK that can
                 # only be the SUB's (no other request with its ID was waiting)
-                verb, topics = waiting.pop(0)
+                verb, topics, more = waiting.pop(0)
                 self.waiting -= 1
                 if message.verb == codec.OK and verb == codec.SUB and not waiting:
                     for subscribed in topics:
                         fact = self.topics.get(subscribed)
                         if fact is not None and fact["subscribed"] is None:
                             fact["subscribed"] = ts
+                if message.verb == codec.OK and verb == codec.UNSUB and not waiting:
+                    # the UNSUB is served: a MESSAGE for its topics after this OK breaks mc0-unsub, unless
+                    # the client subscribed again after the UNSUB (mc0-unsub-once: subscribed more than once)
+                    for unsubscribed in topics:
+                        if self.sub_at.get(unsubscribed, 0) < more:
+                            self.subscribed.discard(unsubscribed)
+                            self.unsubscribed[unsubscribed] = "mc0-unsub-once" if self.subs[unsubscribed] > 1 \
+                                else "mc0-unsub"
+                            self.subs[unsubscribed] = 0
+                if message.verb == codec.OK and verb == codec.PUT and not waiting and more is not None:
+                    fact = self.topics.get(more[0])
+                    if fact is not None:
+                        fact["acked"].append(more[1])
                 if not waiting:
                     del self.requests[message.id]
         topic = message.header(codec.TOPIC)

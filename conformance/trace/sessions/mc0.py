@@ -11,7 +11,8 @@ or one HELLO replayed.
 
 **A topic** (docs/profiles/mc0.md "Publish and subscribe": a PUT to t reaches every subscriber of
 t).  Its facts are the connections that subscribed to it or published to it.  A PUT is proven
-received by the broker only by a delivery of it (the same topic and positional parts) on another
+received by the broker by the broker's OK to it (its only request waiting with that ID), or by a
+delivery of it (the same topic and positional parts) on another
 connection at or after it was sent, and then only while its own connection stays open ``window``
 after it with no ERROR from the broker from the PUT on (another publisher's PUT of the same body,
 sent before, may be the one delivered: the PUT itself, then, was not refused nor lost with its
@@ -67,14 +68,16 @@ def _open_after(fact: dict, ts: float) -> bool:
 def _fan_out(facts: list[dict]):
     out = []
     for publisher in facts:
-        for sent, digest, _ in publisher["published"]:
-            if not publisher["whole"] or (publisher["last_error"] is not None and publisher["last_error"] >= sent):
+        for index, (sent, digest, _) in enumerate(publisher["published"]):
+            acked = index in publisher.get("acked", ())  # the broker's OK to the PUT: it read and served it
+            if not publisher["whole"] or (not acked and publisher["last_error"] is not None
+                                          and publisher["last_error"] >= sent):
                 continue  # an ERROR may have refused the PUT (or one may be in what the capture lacks)
             got = [(ts, fact) for fact in facts if fact["connection"] != publisher["connection"]
                    for ts, d in fact["delivered"] if d == digest and ts >= sent]
-            if not got:
+            if not got and not acked:
                 continue  # nothing proves the broker read it
-            first = min(got, key=lambda g: g[0])[1]
+            reached = f"reached {min(got, key=lambda g: g[0])[1]['connection']}" if got else "was acknowledged (OK)"
             for fact in facts:
                 if fact["connection"] == publisher["connection"] or fact["subscribed"] is None \
                         or fact["subscribed"] >= sent or fact["unsubscribed"]:
@@ -87,10 +90,10 @@ def _fan_out(facts: list[dict]):
                 if fact["disconnected"] or fact["asked_ttl"] or fact["malformed"] \
                         or fact["server_octets"] > _READING_PROVEN:
                     continue  # the broker may have dropped the subscription, or waited on a client not reading
-                if not _open_after(publisher, sent):
+                if not acked and not _open_after(publisher, sent):
                     continue  # its PUT may not have been read: the delivery elsewhere may be another's
                 out.append((fact, "server", "mc0-put-subscribers",
-                            f"a PUT to the topic on {publisher['connection']} reached {first['connection']} but never "
+                            f"a PUT to the topic on {publisher['connection']} {reached} but never "
                             f"this subscriber, whose SUB the broker acknowledged (OK) before the PUT was sent "
                             f"({1000 * (fact['ended'] - sent):.0f} ms after the PUT, this connection ended without it)", None))
             if out:
