@@ -202,8 +202,13 @@ def test_a_lease_granted_on_a_second_connection_while_the_first_holds_it():
                            _lease_fact(2, (1.01, 403, 1.011))) == []
 
 
+def test_a_lease_presented_again_after_its_holder_closed_is_a_finding():
+    # docs/profiles/mtl.md: a lease dies with the data connection that presented it first (403 after its close)
+    findings = _lease_findings(_lease_fact(1, (1.0, 200, 1.001), ended=1.005), _lease_fact(2, (1.01, 200, 1.011)))
+    assert [(requirement, sender) for requirement, sender, _ in findings] == [("mtl-lease-response", "127.0.0.1:2")]
+
+
 def test_a_lease_is_not_judged_once_its_holder_may_have_let_it_go():
-    assert _lease_findings(_lease_fact(1, (1.0, 200, 1.001), ended=1.005), _lease_fact(2, (1.01, 200, 1.011))) == []
     # past the heartbeat timeout the server may have dropped the holder as a dead peer
     assert _lease_findings(_lease_fact(1, (1.0, 200, 1.001)), _lease_fact(2, (5.0, 200, 5.001))) == []
     # a first presentation refused holds nothing; answers that crossed prove no order
