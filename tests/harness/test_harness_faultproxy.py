@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 
 from conformance.faultproxy import FaultProxy
 
@@ -29,6 +31,21 @@ async def _reads_seen_by_server(options: dict, payload: bytes) -> list[bytes]:
     await proxy.close()
     server.close()
     return reads
+
+
+async def _until_closed(proxy: FaultProxy, server: asyncio.base_events.Server, payload: bytes) -> tuple[bytes, float]:
+    """Send ``payload`` through the proxy and read until the proxy closes the client's side: (what
+    came, seconds it took); then close everything."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(payload)
+    await writer.drain()
+    started = asyncio.get_running_loop().time()
+    answer = await asyncio.wait_for(reader.read(), 10)
+    waited = asyncio.get_running_loop().time() - started
+    writer.close()
+    await proxy.close()
+    server.close()
+    return answer, waited
 
 
 def test_one_byte_at_a_time() -> None:
@@ -100,15 +117,7 @@ def test_a_monitor_that_breaks_closes_both_sides_and_says_why() -> None:
             if data:
                 raise ValueError("monitor bug")
         proxy.tap = broken
-        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-        writer.write(b"ping")
-        await writer.drain()
-        started = asyncio.get_running_loop().time()
-        answer = await asyncio.wait_for(reader.read(), 10)
-        waited = asyncio.get_running_loop().time() - started
-        writer.close()
-        await proxy.close()
-        server.close()
+        answer, waited = await _until_closed(proxy, server, b"ping")
         return answer, waited, log.render()
 
     answer, waited, text = asyncio.run(main())
@@ -167,8 +176,6 @@ def test_a_target_that_resets_closes_the_clients_side_too() -> None:
     """A target that answers, then closes with bytes unread (a reset), must not leave the suite's
     side of the proxy open: a case expecting the close would wait out its deadline and FAIL a
     correct target."""
-    import socket
-    import struct
 
     async def main() -> tuple[bytes, float]:
         async def answer_then_reset(reader, writer):
@@ -183,16 +190,7 @@ def test_a_target_that_resets_closes_the_clients_side_too() -> None:
         server = await asyncio.start_server(answer_then_reset, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         proxy = await FaultProxy.start(f"tcp://127.0.0.1:{port}", {"chunk": 1, "delay_ms": 1})
-        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-        writer.write(b"ping" + b"x" * 400)  # still trickling to the target when it resets
-        await writer.drain()
-        started = asyncio.get_running_loop().time()
-        answer = await asyncio.wait_for(reader.read(), 10)
-        waited = asyncio.get_running_loop().time() - started
-        writer.close()
-        await proxy.close()
-        server.close()
-        return answer, waited
+        return await _until_closed(proxy, server, b"ping" + b"x" * 400)  # still trickling to the target when it resets
 
     answer, waited = asyncio.run(main())
     assert waited < 5  # the close came, not the 10 s deadline
