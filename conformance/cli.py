@@ -294,7 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--to", required=True)
     proxy.add_argument("--listen", type=int, default=0)
     proxy.add_argument("--chunk", default=None,
-                       help="N bytes per write, or random; each piece is followed by a pause (about 1 ms, or --delay-ms) so it arrives on its own: at --chunk 1 that is about 1 KB/s, so cases that move megabytes time out through it (a larger N, or -k to leave them out)")
+                       help="N bytes per write, or random; each piece is followed by a pause (about 1 ms, or "
+                            "--delay-ms) so it arrives on its own: at --chunk 1 that is about 1 KB/s, so cases "
+                            "that move megabytes time out through it (a larger N, or -k to leave them out)")
     proxy.add_argument("--delay-ms", type=int, default=0,
                        help="with --chunk: a pause between pieces; without: every read forwarded this late")
     proxy.add_argument("--cut-after", type=int, default=None)
